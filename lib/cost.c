@@ -1,0 +1,1 @@
+/* cost.c: placeholder, being written. */

@@ -1,0 +1,20 @@
+# lib/: the pure core (no printing, no exit, no global state).
+noinst_LTLIBRARIES += lib/libcommap.la
+lib_libcommap_la_SOURCES = \
+	lib/commap/error.h lib/error.c \
+	lib/commap/rand.h lib/rand.c \
+	lib/commap/topology.h lib/topology.c \
+	lib/commap/matrix.h lib/matrix.c \
+	lib/commap/matrix_io.h lib/matrix_io.c \
+	lib/commap/matrix_gen.h lib/matrix_gen.c \
+	lib/commap/cost.h lib/cost.c \
+	lib/commap/mapping.h lib/mapping.c \
+	lib/map_internal.h \
+	lib/map_greedy.c \
+	lib/matching.h lib/matching.c \
+	lib/map_matching.c \
+	lib/map_exact.c \
+	lib/map_refine.c \
+	lib/map_baseline.c
+lib_libcommap_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) $(JANSSON_CFLAGS)
+lib_libcommap_la_LIBADD = $(HWLOC_LIBS) $(JANSSON_LIBS) -lm

@@ -1,0 +1,1 @@
+/* map_baseline.c: placeholder, being written. */

@@ -1,0 +1,1 @@
+/* map_exact.c: placeholder, being written. */

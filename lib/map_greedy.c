@@ -1,0 +1,1 @@
+/* map_greedy.c: placeholder, being written. */

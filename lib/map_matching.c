@@ -1,0 +1,1 @@
+/* map_matching.c: placeholder, being written. */

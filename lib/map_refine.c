@@ -1,0 +1,1 @@
+/* map_refine.c: placeholder, being written. */

@@ -1,0 +1,1 @@
+/* mapping.c: placeholder, being written. */

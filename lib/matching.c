@@ -1,0 +1,1 @@
+/* matching.c: placeholder, being written. */

@@ -1,0 +1,1 @@
+/* matrix.c: placeholder, being written. */

@@ -1,0 +1,1 @@
+/* matrix_gen.c: placeholder, being written. */

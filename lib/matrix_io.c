@@ -1,0 +1,1 @@
+/* matrix_io.c: placeholder, being written. */

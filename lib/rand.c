@@ -1,0 +1,36 @@
+/* rand.c: splitmix64 (Steele, Lea, Flood 2014) and helpers. */
+#include "commap/rand.h"
+
+uint64_t cm_rand_next(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+uint64_t cm_rand_below(uint64_t *state, uint64_t bound)
+{
+	uint64_t limit, r;
+
+	if (bound == 0)
+		return 0;
+	/* Rejection sampling: no modulo bias. */
+	limit = UINT64_MAX - UINT64_MAX % bound;
+	do {
+		r = cm_rand_next(state);
+	} while (r >= limit);
+	return r % bound;
+}
+
+void cm_rand_shuffle(uint64_t *state, int *perm, int n)
+{
+	for (int i = n - 1; i > 0; i--) {
+		int j = (int)cm_rand_below(state, (uint64_t)i + 1);
+		int t = perm[i];
+
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+}

@@ -1,0 +1,1 @@
+/* topology.c: placeholder, being written. */

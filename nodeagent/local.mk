@@ -1,0 +1,3 @@
+# nodeagent/: the per-node agent (needs capstone).
+if HAVE_CAPSTONE
+endif

@@ -1,0 +1,1 @@
+# Benchmarks: built by 'make check' but run by hand (see docs/PERFORMANCE.md).
