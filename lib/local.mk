@@ -9,7 +9,7 @@ lib_libcommap_la_SOURCES = \
 	lib/commap/matrix_gen.h lib/matrix_gen.c \
 	lib/commap/cost.h lib/cost.c \
 	lib/commap/mapping.h lib/mapping.c \
-	lib/map_internal.h \
+	lib/map_internal.h lib/map_capacity.c \
 	lib/map_greedy.c \
 	lib/matching.h lib/matching.c \
 	lib/map_matching.c \

@@ -42,7 +42,8 @@ enum cm_level_kind {
 struct cm_topo;
 
 /* A node of the sharing tree.  Nodes are stored in one array; node 0 is the
- * root.  Children of a node are contiguous: first_child .. first_child +
+ * root; a node's parent always has a smaller index than the node.
+ * Children of a node are contiguous: first_child .. first_child +
  * nchildren - 1.  Leaves are PUs (kind CM_LEVEL_PU) and store their PU
  * index in pu; internal nodes have pu == -1.  first_pu .. first_pu + npus - 1
  * are the PU indices below a node (PU indices are in tree order). */

@@ -1,0 +1,1 @@
+/* decode.h: placeholder, being written. */

@@ -1,0 +1,1 @@
+/* detect_table.c: placeholder, being written. */

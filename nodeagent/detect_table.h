@@ -1,0 +1,1 @@
+/* detect_table.h: placeholder, being written. */

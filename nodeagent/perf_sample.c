@@ -1,0 +1,1 @@
+/* perf_sample.c: placeholder, being written. */

@@ -1,0 +1,1 @@
+/* perf_sample.h: placeholder, being written. */
