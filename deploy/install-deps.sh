@@ -12,6 +12,8 @@ packages=(
 	libcapstone-dev
 	# mapping benchmark baseline
 	libscotch-dev
+	# Slurm integration: SPANK headers, a local cluster for the e2e tests
+	libslurm-dev slurm-wlm slurmctld slurmd slurm-client munge libmunge-dev
 	# tests: integration scripts parse JSON with python3; fuzzing uses clang
 	python3 clang libclang-rt-14-dev
 )

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# A one-node Slurm cluster on localhost for commap: munge, slurmctld, slurmd.
+#
+#   deploy/cluster/cluster.sh start [--cgroup]   (re)start everything
+#   deploy/cluster/cluster.sh stop               stop everything
+#   deploy/cluster/cluster.sh status             what is running
+#
+# Environment: COMMAP_CLUSTER_DIR (state), SLURM_CONF_DIR (configuration;
+# other than /etc/slurm, export SLURM_CONF=$SLURM_CONF_DIR/slurm.conf for
+# the clients), COMMAP_SLURMCTLD_PORT / COMMAP_SLURMD_PORT (6817 / 6818),
+# so a test cluster can run beside the demo one.
+#
+# For Debian 12 as root without systemd (daemons are started by hand, as
+# recorded in shared/notes/platform.md).  Writes /etc/slurm/slurm.conf
+# (refusing to replace one it did not write) and keeps state, logs and
+# pid files under $COMMAP_CLUSTER_DIR (default /var/lib/commap-cluster).
+# Idempotent: start stops what runs first.
+set -euo pipefail
+
+dir=${COMMAP_CLUSTER_DIR:-/var/lib/commap-cluster}
+conf_dir=${SLURM_CONF_DIR:-/etc/slurm}
+conf=$conf_dir/slurm.conf
+marker="# written by commap deploy/cluster/cluster.sh"
+here=$(cd "$(dirname "$0")" && pwd)
+
+log() { echo "cluster: $*"; }
+die() { echo "cluster: $*" >&2; exit 1; }
+
+need_root() { [ "$(id -u)" -eq 0 ] || die "run as root"; }
+
+# The daemons remove their own pid files on exit: read each one once.
+read_pid() { cat "$1" 2>/dev/null || true; }
+pid_alive() {
+	local pid
+	pid=$(read_pid "$1")
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+}
+
+stop_pidfile() {
+	local pidfile=$1 name=$2 pid
+	pid=$(read_pid "$pidfile")
+	if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
+		rm -f "$pidfile"
+		return 0
+	fi
+	kill "$pid" 2>/dev/null || true
+	for _ in $(seq 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -9 "$pid" 2>/dev/null || true
+	rm -f "$pidfile"
+	log "stopped $name"
+}
+
+start_munge() {
+	install -d -o munge -g munge -m 755 /run/munge
+	if [ ! -s /etc/munge/munge.key ]; then
+		/usr/sbin/mungekey --create --force 2>/dev/null ||
+			dd if=/dev/urandom of=/etc/munge/munge.key bs=1 count=1024 status=none
+		chown munge:munge /etc/munge/munge.key
+		chmod 400 /etc/munge/munge.key
+	fi
+	if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
+		log "munge already running"
+		return 0
+	fi
+	runuser -u munge -- /usr/sbin/munged --force
+	for _ in $(seq 50); do
+		munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && { log "munge started"; return 0; }
+		sleep 0.1
+	done
+	die "munged did not start (see /var/log/munge/munged.log)"
+}
+
+write_conf() {
+	local cgroup=$1 host node mem plugins
+	host=$(hostname -s)
+	[ -f "$conf" ] && ! grep -qF "$marker" "$conf" &&
+		die "$conf exists and was not written by commap; move it away first"
+	node=$(slurmd -C | head -n 1)
+	# RealMemory cut a little so slurmd never reports less than configured.
+	mem=$(echo "$node" | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p')
+	node=$(echo "$node" | sed "s/RealMemory=[0-9]*/RealMemory=$((mem * 95 / 100))/")
+	mkdir -p "$conf_dir" "$dir"/{state,spool,log,run}
+	if [ "$cgroup" = yes ]; then
+		plugins="ProctrackType=proctrack/cgroup
+TaskPlugin=task/cgroup,task/affinity"
+		printf '%s\nCgroupPlugin=autodetect\nConstrainCores=yes\n' "$marker" >"$conf_dir/cgroup.conf"
+	else
+		plugins="ProctrackType=proctrack/linuxproc
+TaskPlugin=task/affinity"
+	fi
+	[ -f "$conf_dir/plugstack.conf" ] || : >"$conf_dir/plugstack.conf"
+	cat >"$conf" <<EOC
+$marker
+ClusterName=commap
+SlurmctldHost=$host(127.0.0.1)
+SlurmUser=root
+SlurmctldPort=${COMMAP_SLURMCTLD_PORT:-6817}
+SlurmdPort=${COMMAP_SLURMD_PORT:-6818}
+AuthType=auth/munge
+CredType=cred/munge
+$plugins
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=pmix
+MailProg=/bin/true
+ReturnToService=2
+SchedulerType=sched/backfill
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool
+SlurmctldPidFile=$dir/run/slurmctld.pid
+SlurmdPidFile=$dir/run/slurmd.pid
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmdLogFile=$dir/log/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+PlugStackConfig=$conf_dir/plugstack.conf
+KillWait=5
+InactiveLimit=0
+MinJobAge=60
+$node
+PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+EOC
+	log "wrote $conf"
+}
+
+wait_node_idle() {
+	local host
+	host=$(hostname -s)
+	export SLURM_CONF=$conf
+	for _ in $(seq 100); do
+		case "$(sinfo -h -n "$host" -o %t 2>/dev/null)" in
+		idle*|mix*|alloc*) log "node $host is up"; return 0 ;;
+		esac
+		sleep 0.2
+	done
+	sinfo >&2 || true
+	die "node $host did not become idle (see $dir/log/)"
+}
+
+cmd_stop() {
+	need_root
+	stop_pidfile "$dir/run/slurmd.pid" slurmd
+	stop_pidfile "$dir/run/slurmctld.pid" slurmctld
+}
+
+cmd_start() {
+	need_root
+	local cgroup=no
+	[ "${1:-}" = --cgroup ] && cgroup=yes
+	command -v slurmctld >/dev/null || die "slurmctld not installed (deploy/install-deps.sh --cluster)"
+	cmd_stop
+	start_munge
+	write_conf "$cgroup"
+	export SLURM_CONF=$conf
+	slurmctld -i
+	for _ in $(seq 50); do pid_alive "$dir/run/slurmctld.pid" && break; sleep 0.1; done
+	pid_alive "$dir/run/slurmctld.pid" || die "slurmctld did not start (see $dir/log/slurmctld.log)"
+	slurmd
+	for _ in $(seq 50); do pid_alive "$dir/run/slurmd.pid" && break; sleep 0.1; done
+	pid_alive "$dir/run/slurmd.pid" || die "slurmd did not start (see $dir/log/slurmd.log)"
+	log "slurmctld and slurmd started"
+	wait_node_idle
+}
+
+cmd_status() {
+	local rc=0 d
+	for d in slurmctld slurmd; do
+		if pid_alive "$dir/run/$d.pid"; then echo "$d: running (pid $(read_pid "$dir/run/$d.pid"))"
+		else echo "$d: stopped"; rc=1; fi
+	done
+	if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then echo "munge: running"
+	else echo "munge: stopped"; rc=1; fi
+	return $rc
+}
+
+case "${1:-}" in
+start) shift; cmd_start "$@" ;;
+stop) cmd_stop ;;
+status) cmd_status ;;
+*) echo "usage: $0 start [--cgroup] | stop | status" >&2; exit 2 ;;
+esac

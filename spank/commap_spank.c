@@ -1,0 +1,220 @@
+/* commap_spank.c: commap's SPANK plugin.
+ *
+ *   srun|sbatch|salloc --commap=off|dynamic|learned|static:FILE
+ *
+ * For each job step on each node (remote context, slurmstepd) it starts one
+ * node agent, detached, at the first task's fork, hands it every task's pid
+ * and global rank, and closes the agent's control socket at step end (the
+ * agent then finishes and uploads by itself).  Nothing here can fail a job:
+ * a bad site configuration disables the plugin with one slurmd log line, a
+ * missing agent leaves the job running unpinned with one line.
+ *
+ * plugstack.conf (ship it as "optional", see docs/slurm.md):
+ *   optional /usr/local/lib/commap/commap_spank.so default=off allow=...
+ *
+ * Call sequence (slurm/spank.h): init -> option callbacks -> init_post_opt
+ * -> user_init -> task_init_privileged -> task_init -> task_post_fork ->
+ * task_exit -> exit.
+ */
+#include <stdint.h>	/* spank.h uses uint32_t without including it */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+
+#include "agent_launch.h"
+#include "spank_config.h"
+
+SPANK_PLUGIN(commap, 1);
+
+#ifndef COMMAP_AGENT_DEFAULT
+#define COMMAP_AGENT_DEFAULT "/usr/local/libexec/commap/commap-agent"
+#endif
+#ifndef COMMAP_SPOOL_DEFAULT
+#define COMMAP_SPOOL_DEFAULT "/var/spool/commap"
+#endif
+
+/* All per-step state. */
+static struct {
+	struct cm_spank_config cfg;
+	int disabled;			/* bad site configuration */
+	int user_set;			/* --commap given */
+	struct cm_spank_mode_value mode;
+	int launch_tried;
+	struct cm_agent_handle agent;
+	uint32_t job_id, step_id;
+} ctx = { .agent = { .pid = -1, .ctl_fd = -1 } };
+
+static int option_cb(int val, const char *optarg, int remote);
+
+static struct spank_option commap_options[] = {
+	{ "commap", "MODE",
+	  "[commap] communication-aware thread placement: off, dynamic, "
+	  "learned or static:FILE", 1, 0, option_cb },
+	SPANK_OPTIONS_TABLE_END
+};
+
+/* Called for --commap in srun/sbatch/salloc and (twice) in slurmstepd:
+ * only records the value, so calling it again is harmless. */
+static int option_cb(int val, const char *optarg, int remote)
+{
+	struct cm_spank_mode_value mode;
+	struct cm_error err;
+
+	if (cm_spank_mode_parse(optarg, &mode, &err) < 0) {
+		slurm_error("commap: --commap: %s", err.text);
+		return -1;
+	}
+	if (!ctx.disabled && !cm_spank_mode_allowed(&ctx.cfg, mode.mode)) {
+		slurm_error("commap: --commap=%s is not allowed on this "
+			    "cluster", cm_spank_mode_name(mode.mode));
+		return -1;
+	}
+	ctx.mode = mode;
+	ctx.user_set = 1;
+	return 0;
+}
+
+static int register_options(spank_t sp)
+{
+	for (struct spank_option *o = commap_options; o->name; o++) {
+		spank_err_t rc = spank_option_register(sp, o);
+
+		if (rc != ESPANK_SUCCESS) {
+			slurm_error("commap: cannot register --%s: %s",
+				    o->name, spank_strerror(rc));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Runs in every context.  A configuration error disables the plugin; it
+ * is logged as an error only in slurmstepd (the slurmd log), at debug
+ * level in srun/sbatch so users are not shown a site problem on every
+ * command. */
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	struct cm_error err;
+	spank_context_t context = spank_context();
+
+	cm_spank_config_defaults(&ctx.cfg, COMMAP_AGENT_DEFAULT,
+				 COMMAP_SPOOL_DEFAULT);
+	if (cm_spank_config_parse_args(&ctx.cfg, ac, av, &err) < 0) {
+		ctx.disabled = 1;
+		if (context == S_CTX_REMOTE)
+			slurm_error("commap: plugstack.conf: %s; commap is "
+				    "disabled", err.text);
+		else
+			slurm_debug("commap: plugstack.conf: %s; commap is "
+				    "disabled", err.text);
+	}
+	if (context == S_CTX_SLURMD || context == S_CTX_JOB_SCRIPT)
+		return 0;
+	return register_options(sp);
+}
+
+static int step_is_tracked(spank_t sp)
+{
+	if (spank_get_item(sp, S_JOB_ID, &ctx.job_id) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_STEPID, &ctx.step_id) != ESPANK_SUCCESS)
+		return 0;
+	/* The extern step holds no user tasks; batch and normal steps do. */
+	return ctx.step_id != SLURM_EXTERN_CONT &&
+	       ctx.step_id != SLURM_INTERACTIVE_STEP;
+}
+
+static const struct cm_spank_mode_value *effective_mode(void)
+{
+	return ctx.user_set ? &ctx.mode : &ctx.cfg.default_mode;
+}
+
+/* Start the agent once per step; on failure say why once and go on. */
+static void launch_agent(spank_t sp)
+{
+	const struct cm_spank_mode_value *mode = effective_mode();
+	char job[16], step[16], uid_s[16], stepd[16], log[PATH_MAX + 64];
+	char *argv[24];
+	int ac = 0;
+	uid_t uid = 0;
+	struct cm_error err;
+
+	ctx.launch_tried = 1;
+	spank_get_item(sp, S_JOB_UID, &uid);
+	snprintf(job, sizeof(job), "%u", ctx.job_id);
+	snprintf(step, sizeof(step), "%u", ctx.step_id);
+	snprintf(uid_s, sizeof(uid_s), "%u", (unsigned)uid);
+	snprintf(stepd, sizeof(stepd), "%d", (int)getpid());
+	argv[ac++] = ctx.cfg.agent;
+	argv[ac++] = "--mode";
+	argv[ac++] = (char *)cm_spank_mode_name(mode->mode);
+	if (mode->mode == CM_MODE_STATIC) {
+		argv[ac++] = "--static";
+		argv[ac++] = (char *)mode->static_file;
+	}
+	argv[ac++] = "--job"; argv[ac++] = job;
+	argv[ac++] = "--step"; argv[ac++] = step;
+	argv[ac++] = "--uid"; argv[ac++] = uid_s;
+	argv[ac++] = "--stepd-pid"; argv[ac++] = stepd;
+	argv[ac++] = "--spool"; argv[ac++] = ctx.cfg.spool;
+	if (ctx.cfg.service[0]) {
+		argv[ac++] = "--service";
+		argv[ac++] = ctx.cfg.service;
+	}
+	argv[ac++] = "--tasks-from-stdin";
+	argv[ac] = NULL;
+	snprintf(log, sizeof(log), "%s/agent-%s.%s.log", ctx.cfg.spool, job,
+		 step);
+	if (cm_agent_launch(argv, access(ctx.cfg.spool, W_OK) == 0 ? log :
+			    NULL, &ctx.agent, &err) < 0) {
+		slurm_error("commap: %s; the step runs without commap",
+			    err.text);
+		return;
+	}
+	slurm_debug("commap: agent pid %d for step %s.%s", (int)ctx.agent.pid,
+		    job, step);
+}
+
+/* slurmstepd, as root, after each task's fork: its CPU binding is final
+ * here (platform.md), so this is where the agent learns about it. */
+int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
+{
+	pid_t pid = 0;
+	uint32_t rank = 0;
+	char line[64];
+
+	if (ctx.disabled || effective_mode()->mode == CM_MODE_OFF)
+		return 0;
+	if (!ctx.launch_tried) {
+		if (!step_is_tracked(sp)) {
+			ctx.launch_tried = 1;
+			return 0;
+		}
+		launch_agent(sp);
+	}
+	if (ctx.agent.ctl_fd < 0)
+		return 0;
+	if (spank_get_item(sp, S_TASK_PID, &pid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS)
+		return 0;
+	snprintf(line, sizeof(line), "task %d %u", (int)pid, rank);
+	if (cm_agent_send(&ctx.agent, line) < 0) {
+		slurm_error("commap: agent (pid %d) is not listening: %s; the "
+			    "step runs without commap", (int)ctx.agent.pid,
+			    strerror(errno));
+		cm_agent_close(&ctx.agent);
+	}
+	return 0;
+}
+
+/* slurmstepd at step end: closing the socket tells the agent to finish.
+ * We never wait for it: the step's end must not be held up. */
+int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+	if (spank_context() == S_CTX_REMOTE)
+		cm_agent_close(&ctx.agent);
+	return 0;
+}

@@ -1,0 +1,66 @@
+# e2e-lib.sh: sourced by the end-to-end tests.  TAP output, and a private
+# one-node Slurm cluster (deploy/cluster/cluster.sh) on its own ports and
+# directories, so it can run beside a demo cluster; stopped on exit.
+#
+# Tests that cannot run here (not root, Slurm not installed) print a TAP
+# skip plan naming the reason.
+
+: "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
+: "${top_builddir:=$top_srcdir/build}"
+tap_n=0
+tap_failed=0
+
+ok() {	# ok CONDITION-STATUS DESCRIPTION
+	local status=$1; shift
+	tap_n=$((tap_n + 1))
+	if [ "$status" -eq 0 ]; then echo "ok $tap_n - $*"
+	else echo "not ok $tap_n - $*"; tap_failed=$((tap_failed + 1)); fi
+}
+diag() { echo "# $*"; }
+done_testing() { echo "1..$tap_n"; [ "$tap_failed" -eq 0 ]; }
+skip_all() { echo "1..0 # SKIP $*"; exit 0; }
+
+e2e_require_cluster() {
+	[ "$(id -u)" -eq 0 ] || skip_all "needs root to run a Slurm cluster"
+	command -v slurmctld >/dev/null && command -v srun >/dev/null ||
+		skip_all "Slurm is not installed (deploy/install-deps.sh)"
+	[ -f "$top_builddir/spank/.libs/commap_spank.so" ] ||
+		skip_all "the SPANK plugin was not built"
+}
+
+# e2e_cluster_start PLUGSTACK-ARGS...: a fresh cluster whose plugstack
+# loads the plugin from the build tree with these arguments.
+e2e_cluster_start() {
+	E2E_DIR=$(mktemp -d /tmp/commap-e2e.XXXXXX)
+	chmod 755 "$E2E_DIR"
+	export COMMAP_CLUSTER_DIR=$E2E_DIR/var
+	export SLURM_CONF_DIR=$E2E_DIR/etc
+	export SLURM_CONF=$SLURM_CONF_DIR/slurm.conf
+	export COMMAP_SLURMCTLD_PORT=${COMMAP_SLURMCTLD_PORT:-16817}
+	export COMMAP_SLURMD_PORT=${COMMAP_SLURMD_PORT:-16818}
+	mkdir -p "$SLURM_CONF_DIR"
+	e2e_plugstack "$@"
+	trap e2e_cluster_stop EXIT
+	bash "$top_srcdir/deploy/cluster/cluster.sh" start >"$E2E_DIR/cluster.log" 2>&1 || {
+		cat "$E2E_DIR/cluster.log" >&2
+		echo "Bail out! the test cluster did not start"
+		exit 1
+	}
+}
+
+# Rewrite plugstack.conf; slurmstepd rereads it for every step.
+e2e_plugstack() {
+	echo "optional $top_builddir/spank/.libs/commap_spank.so $*" \
+		>"$SLURM_CONF_DIR/plugstack.conf"
+}
+
+e2e_cluster_stop() {
+	bash "$top_srcdir/deploy/cluster/cluster.sh" stop >/dev/null 2>&1 || true
+	[ -n "${E2E_KEEP:-}" ] || rm -rf "$E2E_DIR"
+}
+
+# wait_for CMD...: up to 10 s for a condition.
+wait_for() {
+	for _ in $(seq 100); do "$@" && return 0; sleep 0.1; done
+	return 1
+}
