@@ -1,0 +1,198 @@
+/* test_proc_track.c: following a step's processes and threads, on real
+ * processes and on a fabricated proc tree (for pid reuse). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "proc_track.h"
+#include "tap.h"
+
+static void *idle_thread(void *arg)
+{
+	int fd = *(int *)arg;
+	char c;
+
+	/* Wait until the parent test closes the pipe. */
+	while (read(fd, &c, 1) > 0)
+		;
+	return NULL;
+}
+
+/* Child: 3 extra threads and a grandchild started with PMIX_RANK=5;
+ * everything lives until the control pipe closes. */
+static void __attribute__((noreturn)) run_child(int ctl, int ready)
+{
+	pthread_t th[3];
+	pid_t gc;
+
+	for (int i = 0; i < 3; i++)
+		pthread_create(&th[i], NULL, idle_thread, &ctl);
+	gc = fork();
+	if (gc == 0) {
+		char fdarg[16];
+
+		snprintf(fdarg, sizeof(fdarg), "%d", ctl);
+		setenv("PMIX_RANK", "5", 1);
+		/* exec so the environment is the process's real one */
+		execl("/bin/sh", "sh", "-c", "read x <&$0", fdarg, NULL);
+		_exit(127);
+	}
+	if (write(ready, "r", 1) < 0)
+		_exit(1);
+	for (int i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	waitpid(gc, NULL, 0);
+	_exit(0);
+}
+
+static void test_real_processes(void)
+{
+	int ctl[2], ready[2];
+	pid_t child;
+	char c;
+	struct cm_tracker *t;
+	struct cm_error err = { "" };
+	int main_thread, gc_proc = -1, indices_ok = 1;
+
+	if (pipe(ctl) < 0 || pipe(ready) < 0)
+		return;
+	child = fork();
+	if (child == 0) {
+		close(ctl[1]);
+		close(ready[0]);
+		run_child(ctl[0], ready[1]);
+	}
+	close(ctl[0]);
+	close(ready[1]);
+	if (read(ready[0], &c, 1) != 1)
+		diag("child did not start");
+	usleep(200000);	/* let the grandchild exec */
+
+	t = cm_tracker_new(NULL, getuid());
+	ok(cm_tracker_add_root(t, child, 2, &err) == 0, "add root %d (%s)",
+	   (int)child, err.text);
+	ok(cm_tracker_add_root(t, child, 2, &err) == 0 &&
+	   cm_tracker_nprocs(t) == 1, "adding it twice is a no-op");
+	ok(cm_tracker_scan(t) >= 5, "scan finds the threads");
+	is_int(cm_tracker_nprocs(t), 2, "the grandchild is followed");
+	is_int(cm_tracker_nthreads(t), 5, "4 threads + 1 in the grandchild");
+	main_thread = cm_tracker_find_thread(t, child);
+	ok(main_thread >= 0 && cm_tracker_thread(t, main_thread)->index == 0,
+	   "the main thread has creation index 0");
+	for (int i = 0; i < cm_tracker_nthreads(t); i++) {
+		const struct cm_tracked_thread *th = cm_tracker_thread(t, i);
+
+		if (th->proc == 0 && (th->index < 0 || th->index > 3))
+			indices_ok = 0;
+		if (th->proc == 1)
+			gc_proc = 1;
+	}
+	ok(indices_ok, "creation indices 0..3 in the root process");
+	ok(gc_proc == 1 && cm_tracker_proc(t, 1)->rank == 5,
+	   "grandchild rank read from PMIX_RANK (%d)",
+	   cm_tracker_proc(t, 1) ? cm_tracker_proc(t, 1)->rank : -1);
+	is_int(cm_tracker_proc(t, 0)->rank, 2, "root keeps its given rank");
+	ok(cm_tracker_verify_thread(t, main_thread), "verify a live thread");
+	is_int(cm_tracker_scan(t), 0, "a second scan finds nothing new");
+
+	close(ctl[1]);	/* everything exits */
+	waitpid(child, NULL, 0);
+	cm_tracker_scan(t);
+	is_int(cm_tracker_nalive(t), 0, "all processes seen as exited");
+	ok(!cm_tracker_verify_thread(t, main_thread),
+	   "an exited thread does not verify");
+	is_int(cm_tracker_find_thread(t, child), -1,
+	       "an exited thread is not found by tid");
+	cm_tracker_free(t);
+	close(ready[0]);
+}
+
+static void test_refusals(void)
+{
+	struct cm_tracker *t = cm_tracker_new(NULL, 65534);
+	struct cm_error err = { "" };
+
+	ok(cm_tracker_add_root(t, 1, 0, &err) == -1 && errno == EPERM &&
+	   strstr(err.text, "not owned"), "a foreign process is refused: %s",
+	   err.text);
+	ok(cm_tracker_add_root(t, 0x3ffffff0, 0, &err) == -1 &&
+	   errno == ESRCH, "a missing process: %s", err.text);
+	ok(cm_tracker_add_root(t, -4, 0, &err) == -1, "a negative pid");
+	is_int(cm_tracker_nprocs(t), 0, "nothing tracked after refusals");
+	cm_tracker_free(t);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+static void fake_stat(const char *dir, int pid, unsigned long long start)
+{
+	char path[512], text[512];
+
+	snprintf(path, sizeof(path), "%s/stat", dir);
+	snprintf(text, sizeof(text), "%d (a (b) c) S 1 %d %d 0 -1 4194560 "
+		 "100 0 0 0 5 6 0 0 20 0 1 0 %llu 1000 100\n", pid, pid, pid,
+		 start);
+	write_file(path, text);
+}
+
+/* A reused pid (same number, another start time) is not ours. */
+static void test_pid_reuse(void)
+{
+	char root[] = "/tmp/commap-proc-XXXXXX", d[512];
+	struct cm_tracker *t;
+	uint64_t start = 0;
+	pid_t ppid = 0;
+
+	if (!mkdtemp(root))
+		return;
+	snprintf(d, sizeof(d), "%s/4242", root);
+	mkdir(d, 0755);
+	snprintf(d, sizeof(d), "%s/4242/task", root);
+	mkdir(d, 0755);
+	snprintf(d, sizeof(d), "%s/4242/task/4242", root);
+	mkdir(d, 0755);
+	fake_stat(d, 4242, 777);
+	snprintf(d, sizeof(d), "%s/4242", root);
+	fake_stat(d, 4242, 777);
+
+	is_int(cm_proc_read_stat(root, 4242, 0, &start, &ppid), 0,
+	       "stat with ')' in comm parsed");
+	is_int(start, 777, "start time read after the last ')'");
+	is_int(ppid, 1, "parent pid read");
+	t = cm_tracker_new(root, (uid_t)-1);
+	ok(cm_tracker_add_root(t, 4242, 0, NULL) == 0, "fake process added");
+	cm_tracker_scan(t);
+	is_int(cm_tracker_nthreads(t), 1, "its thread found");
+	ok(cm_tracker_verify_thread(t, 0), "verifies before reuse");
+	fake_stat(d, 4242, 999);	/* the pid now names another process */
+	ok(!cm_tracker_verify_thread(t, 0), "a reused pid does not verify");
+	cm_tracker_scan(t);
+	is_int(cm_tracker_nalive(t), 0, "the old process counts as exited");
+	cm_tracker_free(t);
+	snprintf(d, sizeof(d), "rm -rf %s", root);
+	if (system(d) != 0)
+		diag("cleanup failed");
+}
+
+int main(void)
+{
+	test_real_processes();
+	test_refusals();
+	test_pid_reuse();
+	return done_testing();
+}
