@@ -11,3 +11,15 @@ TESTS += $(TRACK_TESTS)
 tests_unit_test_proc_track_t_SOURCES = tests/unit/test_proc_track.c
 tests_unit_test_proc_track_t_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/nodeagent
 tests_unit_test_proc_track_t_LDADD = nodeagent/libtrack.la $(UNIT_LDADD) -lpthread
+
+noinst_LTLIBRARIES += nodeagent/libpin.la
+nodeagent_libpin_la_SOURCES = nodeagent/pin.h nodeagent/pin.c
+nodeagent_libpin_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS)
+nodeagent_libpin_la_LIBADD = $(HWLOC_LIBS)
+
+PIN_TESTS = tests/unit/test_pin.t
+check_PROGRAMS += $(PIN_TESTS)
+TESTS += $(PIN_TESTS)
+tests_unit_test_pin_t_SOURCES = tests/unit/test_pin.c
+tests_unit_test_pin_t_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/nodeagent
+tests_unit_test_pin_t_LDADD = nodeagent/libpin.la $(UNIT_LDADD) -lpthread
