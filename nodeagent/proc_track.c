@@ -372,7 +372,8 @@ static int scan_proc_threads(struct cm_tracker *t, int proc)
 		nfresh++;
 	}
 	closedir(d);
-	qsort(fresh, (size_t)nfresh, sizeof(*fresh), cmp_new_tid);
+	if (nfresh > 1)
+		qsort(fresh, (size_t)nfresh, sizeof(*fresh), cmp_new_tid);
 	for (int i = 0; i < nfresh; i++)
 		if (add_thread(t, proc, fresh[i].tid, fresh[i].start) == 0)
 			added++;
