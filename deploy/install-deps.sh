@@ -12,6 +12,8 @@ packages=(
 	libcapstone-dev
 	# mapping benchmark baseline
 	libscotch-dev
+	# central service and uploads
+	libmicrohttpd-dev libsqlite3-dev sqlite3 libcurl4-openssl-dev curl
 	# Slurm integration: SPANK headers, a local cluster for the e2e tests
 	libslurm-dev slurm-wlm slurmctld slurmd slurm-client munge libmunge-dev
 	# tests: integration scripts parse JSON with python3; fuzzing uses clang
