@@ -23,3 +23,14 @@ TESTS += $(PIN_TESTS)
 tests_unit_test_pin_t_SOURCES = tests/unit/test_pin.c
 tests_unit_test_pin_t_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/nodeagent
 tests_unit_test_pin_t_LDADD = nodeagent/libpin.la $(UNIT_LDADD) -lpthread
+
+noinst_LTLIBRARIES += nodeagent/libnumab.la
+nodeagent_libnumab_la_SOURCES = nodeagent/numa_balancing.h nodeagent/numa_balancing.c
+nodeagent_libnumab_la_CFLAGS = $(AM_CFLAGS)
+
+NUMAB_TESTS = tests/unit/test_numa_balancing.t
+check_PROGRAMS += $(NUMAB_TESTS)
+TESTS += $(NUMAB_TESTS)
+tests_unit_test_numa_balancing_t_SOURCES = tests/unit/test_numa_balancing.c
+tests_unit_test_numa_balancing_t_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/nodeagent
+tests_unit_test_numa_balancing_t_LDADD = nodeagent/libnumab.la $(UNIT_LDADD)
