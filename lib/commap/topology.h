@@ -99,4 +99,30 @@ char *cm_topo_cpulist(const struct cm_topo *topo);
  * that users of the tree need not include hwloc.h. */
 void *cm_topo_hwloc(const struct cm_topo *topo);
 
+/* Additions for mappers (helper A).
+ *
+ * Notes on the functions above: cm_topo_hwloc() is the whole machine as
+ * loaded, never restricted (bind with cm_topo_pu_os_index()); a second
+ * cm_topo_restrict() narrows the first (intersection); a failed one leaves
+ * the topology unchanged.  See docs/topology.md. */
+
+/* Depth of the deepest tree node (root = 0); leaves may be shallower. */
+int cm_topo_depth(const struct cm_topo *topo);
+/* Node index of the ancestor at tree depth depth of PU pu (0 = the root);
+ * a depth past the PU's leaf gives the leaf.  -1 on bad pu or depth < 0.
+ * O(1). */
+int cm_topo_pu_ancestor(const struct cm_topo *topo, int pu, int depth);
+/* Node index of the lowest common ancestor of two PUs (the leaf itself
+ * when pu_a == pu_b), -1 on bad index.  O(depth), no allocation;
+ * cm_topo_distance() is the weight of its kind. */
+int cm_topo_lca(const struct cm_topo *topo, int pu_a, int pu_b);
+/* Every kind folded into node i, as a mask of (1u << kind) bits: a node
+ * of kind CM_LEVEL_L3 that is also its package has the PACKAGE bit too.
+ * 0 on bad index. */
+unsigned cm_topo_node_kinds(const struct cm_topo *topo, int i);
+/* hwloc's synthetic description of the whole (unrestricted) machine,
+ * malloc'd; NULL with errno if hwloc cannot export it (EINVAL for an
+ * asymmetric machine) or on ENOMEM. */
+char *cm_topo_synthetic(const struct cm_topo *topo);
+
 #endif
