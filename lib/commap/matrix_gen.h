@@ -8,7 +8,8 @@
  *   ring        i <-> i+1 mod n, weight 1
  *   pairs       (2k, 2k+1), weight 1 (odd n: the last thread is alone)
  *   clusters:K  consecutive groups of K threads, all-to-all inside, weight 1;
- *               plus a light background between groups (weight 0.01)
+ *               plus a light background (weight 0.01) linking thread r
+ *               of each group with thread r of the next (a ring of groups)
  *   all2all     every pair, weight 1
  *   random      sparse: each thread gets ~4 random partners, weights in
  *               [1, 10); uses the seed
