@@ -13,6 +13,7 @@ UNIT_TESTS = \
 	tests/unit/test_map_exact.t \
 	tests/unit/test_map_refine.t \
 	tests/unit/test_map_baseline.t \
+	tests/unit/test_map_validate.t \
 	tests/unit/test_mapping.t
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
@@ -62,3 +63,6 @@ tests_unit_test_map_baseline_t_LDADD = $(UNIT_LDADD)
 tests_unit_test_mapping_t_SOURCES = tests/unit/test_mapping.c
 tests_unit_test_mapping_t_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_mapping_t_LDADD = $(UNIT_LDADD)
+tests_unit_test_map_validate_t_SOURCES = tests/unit/test_map_validate.c
+tests_unit_test_map_validate_t_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_map_validate_t_LDADD = $(UNIT_LDADD)
