@@ -10,11 +10,14 @@ lib_libcommap_la_SOURCES = \
 	lib/commap/cost.h lib/cost.c \
 	lib/commap/mapping.h lib/mapping.c \
 	lib/map_internal.h lib/map_capacity.c \
+	lib/map_groups.h lib/map_groups.c \
+	lib/map_bisect.h lib/map_bisect.c \
 	lib/map_greedy.c \
 	lib/matching.h lib/matching.c \
 	lib/map_matching.c \
 	lib/map_exact.c \
 	lib/map_refine.c \
-	lib/map_baseline.c
+	lib/map_baseline.c \
+	lib/map_validate.c
 lib_libcommap_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) $(JANSSON_CFLAGS)
 lib_libcommap_la_LIBADD = $(HWLOC_LIBS) $(JANSSON_LIBS) -lm

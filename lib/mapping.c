@@ -1,1 +1,213 @@
-/* mapping.c: placeholder, being written. */
+/* mapping.c: cm_map(), the dispatcher, and "auto".
+ *
+ * auto, n <= CM_MAP_EXACT_MAX: the exact optimum (map_exact.c).
+ * auto, larger n: several candidates; the one with the lowest cm_cost()
+ * wins (ties: the first):
+ *  1. LHMapping §3.3 bottom-up greedy groups (good when threads form
+ *     clusters), placed top-down with FM-refined splits;
+ *  2. top-down recursive bisection following the tree: multilevel
+ *     (map_bisect.c) with a few seeds, and flat greedy growing + FM (good
+ *     on stencils and meshes, where bottom-up greedy grouping leaves
+ *     ragged borders); pairs under each cache then re-matched exactly;
+ *     the best of 1-2 is improved by cm_map_refine();
+ *  3. for n <= AUTO_ALL_MAX, the plain greedy and the SPCD matching
+ *     mappers, as cm_map() gives them (refined);
+ *  4. the baselines (they are O(n)).
+ * So auto is never worse than a baseline, nor, up to AUTO_ALL_MAX threads,
+ * than greedy or matching.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commap/cost.h"
+#include "commap/mapping.h"
+#include "map_groups.h"
+#include "map_internal.h"
+
+/* Up to this many threads, auto also tries matching and refines the
+ * baselines; above it those would cost more time than they ever save. */
+#define AUTO_ALL_MAX 512
+
+struct candidates {
+	const struct cm_topo *topo;
+	const struct cm_matrix *m;
+	const struct cm_map_options *opts;
+	int n;
+	int *best;		/* the caller's pu_of_thread */
+	int *trial;
+	double best_cost;
+	int have_best;
+};
+
+/* Keep trial if it is valid and cheaper than the best so far. */
+static void offer(struct candidates *c, int refine)
+{
+	double cost;
+
+	if (cm_map_validate(c->topo, c->n, c->trial, c->opts->oversubscribe,
+			    NULL))
+		return;
+	if (refine && cm_map_refine(c->topo, c->m, c->trial,
+				    c->opts->oversubscribe) < 0)
+		return;
+	cost = cm_cost(c->topo, c->m, c->trial);
+	if (c->have_best && !(cost < c->best_cost))
+		return;
+	c->have_best = 1;
+	c->best_cost = cost;
+	memcpy(c->best, c->trial, sizeof(int) * (size_t)c->n);
+}
+
+static void offer_placement(struct candidates *c, const int *cap,
+			    const int *order, unsigned flags, uint64_t seed,
+			    int refine)
+{
+	if (cm_map_place_seeded(c->topo, c->m, cap, order, flags, seed,
+				c->trial) == 0)
+		offer(c, refine && !c->opts->no_refine);
+}
+
+/* Restarts of the multilevel bisection with other seeds: cheap when n is
+ * small, and the best of a few is markedly better on meshes. */
+static int restarts(int n)
+{
+	return n <= AUTO_ALL_MAX ? 3 : 1;
+}
+
+static void offer_algorithm(struct candidates *c, enum cm_map_algorithm alg,
+			    int refine)
+{
+	struct cm_map_options o = *c->opts;
+	int rv;
+
+	o.algorithm = alg;
+	switch (alg) {
+	case CM_MAP_GREEDY:
+		rv = cm_map_greedy(c->topo, c->m, &o, c->trial, NULL);
+		break;
+	case CM_MAP_MATCHING:
+		rv = cm_map_matching(c->topo, c->m, &o, c->trial, NULL);
+		break;
+	default:
+		rv = cm_map_baseline(c->topo, c->m, &o, c->trial, NULL);
+		break;
+	}
+	if (rv == 0)
+		offer(c, refine && !c->opts->no_refine);
+}
+
+/* The placements (bottom-up greedy groups, multilevel bisection with a
+ * few seeds, flat bisection) compete unrefined and only the best is
+ * refined: refinement is the costly part and rarely changes the order.
+ * For n <= AUTO_ALL_MAX, greedy and matching also run as cm_map() runs
+ * them (refined), so that auto is never worse than either; baselines
+ * compete as they are (refinement would only lower them further). */
+static int map_auto_heuristics(struct candidates *c, const int *cap)
+{
+	int *order = malloc(sizeof(int) * (size_t)c->n);
+	int refine = !c->opts->no_refine;
+
+	if (order && cm_map_greedy_order(c->topo, c->m, cap, order) == 0)
+		offer_placement(c, cap, order, CM_PLACE_FM, 0, 0);
+	free(order);
+	for (int k = 0; k < restarts(c->n); k++)
+		offer_placement(c, cap, NULL, CM_PLACE_FM,
+				c->opts->seed + (uint64_t)k, 0);
+	if (c->n <= AUTO_ALL_MAX)	/* above, multilevel always won */
+		offer_placement(c, cap, NULL, CM_PLACE_FM | CM_PLACE_FLAT,
+				c->opts->seed, 0);
+	if (c->have_best && refine &&
+	    cm_map_refine(c->topo, c->m, c->best, c->opts->oversubscribe) >= 0)
+		c->best_cost = cm_cost(c->topo, c->m, c->best);
+	if (c->n <= AUTO_ALL_MAX) {
+		offer_algorithm(c, CM_MAP_GREEDY, 1);
+		offer_algorithm(c, CM_MAP_MATCHING, 1);
+	}
+	for (int a = CM_MAP_COMPACT; a <= CM_MAP_RANDOM; a++)
+		offer_algorithm(c, (enum cm_map_algorithm)a, 0);
+	return c->have_best ? 0 : -1;
+}
+
+static int map_auto(const struct cm_topo *topo, const struct cm_matrix *m,
+		    const struct cm_map_options *opts, int *pu_of_thread,
+		    struct cm_error *err)
+{
+	struct candidates c = { .topo = topo, .m = m, .opts = opts,
+				.best = pu_of_thread };
+	int *cap = NULL, rv = -1;
+
+	c.n = cm_matrix_nthreads(m);
+	if (c.n <= CM_MAP_EXACT_MAX &&
+	    cm_map_exact(topo, m, opts, pu_of_thread, NULL) == 0)
+		return 0;
+	cap = malloc(sizeof(int) * (size_t)cm_topo_npus(topo));
+	c.trial = malloc(sizeof(int) * (size_t)c.n);
+	if (!cap || !c.trial) {
+		cm_errorf(err, ENOMEM, "auto mapping: out of memory");
+		goto out;
+	}
+	if (cm_map_capacity(topo, c.n, opts->oversubscribe, cap, err))
+		goto out;
+	if (map_auto_heuristics(&c, cap)) {
+		cm_errorf(err, errno ? errno : ENOMEM,
+			  "auto mapping: no algorithm produced a mapping of "
+			  "%d threads", c.n);
+		goto out;
+	}
+	rv = 0;
+out:
+	free(cap);
+	free(c.trial);
+	return rv;
+}
+
+static int run_algorithm(const struct cm_topo *topo, const struct cm_matrix *m,
+			 const struct cm_map_options *opts, int *pu_of_thread,
+			 struct cm_error *err)
+{
+	switch (opts->algorithm) {
+	case CM_MAP_AUTO:
+		return map_auto(topo, m, opts, pu_of_thread, err);
+	case CM_MAP_GREEDY:
+		return cm_map_greedy(topo, m, opts, pu_of_thread, err);
+	case CM_MAP_MATCHING:
+		return cm_map_matching(topo, m, opts, pu_of_thread, err);
+	case CM_MAP_EXACT:
+		return cm_map_exact(topo, m, opts, pu_of_thread, err);
+	default:
+		return cm_map_baseline(topo, m, opts, pu_of_thread, err);
+	}
+}
+
+int cm_map(const struct cm_topo *topo, const struct cm_matrix *m,
+	   const struct cm_map_options *opts, int *pu_of_thread,
+	   struct cm_error *err)
+{
+	int n, npus;
+
+	if (!topo || !m || !opts)
+		return cm_errorf(err, EINVAL, "mapping: missing topology, "
+				 "matrix or options");
+	if ((int)opts->algorithm < 0 ||
+	    opts->algorithm >= CM_MAP_ALGORITHM_COUNT)
+		return cm_errorf(err, EINVAL, "mapping: unknown algorithm "
+				 "number %d", (int)opts->algorithm);
+	n = cm_matrix_nthreads(m);
+	npus = cm_topo_npus(topo);
+	if (n > npus && !opts->oversubscribe)
+		return cm_errorf(err, ENOSPC, "%d threads but only %d PUs; "
+				 "oversubscription is disabled", n, npus);
+	if (n == 0)
+		return 0;
+	if (!pu_of_thread)
+		return cm_errorf(err, EINVAL, "mapping: no output array");
+	if (run_algorithm(topo, m, opts, pu_of_thread, err))
+		return -1;
+	if (!opts->no_refine && (opts->algorithm == CM_MAP_GREEDY ||
+				 opts->algorithm == CM_MAP_MATCHING) &&
+	    cm_map_refine(topo, m, pu_of_thread, opts->oversubscribe) < 0)
+		return cm_errorf(err, errno ? errno : ENOMEM,
+				 "mapping: refinement failed");
+	return 0;
+}

@@ -1,3 +1,309 @@
-/* test_map_greedy.c: placeholder, being written. */
+/* test_map_greedy.c: LHMapping §3.3 greedy mapper and the top-down
+ * placement it uses (lib/map_greedy.c, lib/map_groups.c). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commap/cost.h"
+#include "commap/mapping.h"
+#include "commap/matrix_gen.h"
+#include "map_bisect.h"
+#include "map_groups.h"
+#include "map_internal.h"
 #include "tap.h"
-int main(void) { return done_testing(); }
+
+static struct cm_topo *load(const char *spec)
+{
+	struct cm_topo *t = NULL;
+	struct cm_error err;
+
+	if (cm_topo_load_synthetic(&t, spec, &err))
+		diag("cannot load %s: %s", spec, err.text);
+	return t;
+}
+
+static struct cm_matrix *gen(const char *pattern, int n, uint64_t shuffle)
+{
+	struct cm_matrix *m = NULL;
+	struct cm_error err;
+
+	if (cm_matrix_generate(pattern, n, 1, shuffle, &m, &err))
+		diag("cannot generate %s: %s", pattern, err.text);
+	return m;
+}
+
+static int greedy(const struct cm_topo *t, const struct cm_matrix *m,
+		  int over, int *pu)
+{
+	struct cm_map_options o = { .algorithm = CM_MAP_GREEDY,
+				    .oversubscribe = over };
+	struct cm_error err = { "" };
+	int rv = cm_map_greedy(t, m, &o, pu, &err);
+
+	if (rv)
+		diag("greedy: %s", err.text);
+	return rv;
+}
+
+/* Every edge of weight >= min_w joins PUs at distance <= max_dist. */
+static int edges_within(const struct cm_topo *t, const struct cm_matrix *m,
+			const int *pu, double min_w, int max_dist)
+{
+	for (int i = 0; i < cm_matrix_nthreads(m); i++) {
+		const struct cm_matrix_entry *row;
+		int deg = cm_matrix_row(m, i, &row);
+
+		for (int k = 0; k < deg; k++)
+			if (row[k].w >= min_w &&
+			    cm_topo_distance(t, pu[i], pu[row[k].col]) >
+			    max_dist)
+				return 0;
+	}
+	return 1;
+}
+
+static void test_pairs_on_siblings(void)
+{
+	struct cm_topo *t = load("pack:2 core:2 pu:2");
+	struct cm_matrix *m = gen("pairs", 8, 5);
+	int pu[8];
+
+	ok(greedy(t, m, 0, pu) == 0, "pairs: mapped");
+	ok(cm_map_validate(t, 8, pu, 0, NULL) == 0, "pairs: valid");
+	ok(edges_within(t, m, pu, 1, 1), "pairs: every pair on sibling PUs");
+	is_double(cm_cost(t, m, pu), 4, 1e-9, "pairs: cost 4 x distance 1");
+	cm_matrix_free(m);
+	cm_topo_free(t);
+}
+
+static void test_clusters_under_l3(void)
+{
+	struct cm_topo *t = load("pack:2 numa:2 l3:2 core:8 pu:2");
+	struct cm_matrix *m = gen("clusters:16", 128, 11);
+	int pu[128];
+
+	ok(greedy(t, m, 0, pu) == 0, "clusters:16: mapped");
+	ok(cm_map_validate(t, 128, pu, 0, NULL) == 0, "clusters:16: valid");
+	ok(edges_within(t, m, pu, 1, cm_level_weight(CM_LEVEL_L3)),
+	   "clusters:16 shuffled: each cluster under one L3");
+	cm_matrix_free(m);
+	cm_topo_free(t);
+}
+
+/* n < npus without communication: one thread per core, packages even. */
+static void test_spread_zero_matrix(void)
+{
+	struct cm_topo *t = load("pack:2 core:4 pu:2");
+	struct cm_matrix *m = cm_matrix_new(4);
+	int pu[4], per_pack[2] = { 0, 0 }, distinct_core = 1;
+
+	ok(greedy(t, m, 0, pu) == 0, "zero matrix: mapped");
+	for (int i = 0; i < 4; i++) {
+		per_pack[pu[i] / 8]++;
+		for (int j = 0; j < i; j++)
+			if (pu[i] / 2 == pu[j] / 2)
+				distinct_core = 0;
+	}
+	ok(distinct_core, "zero matrix: every thread on its own core");
+	ok(per_pack[0] == 2 && per_pack[1] == 2,
+	   "zero matrix: two threads per package");
+	cm_matrix_free(m);
+	cm_topo_free(t);
+}
+
+static void test_oversubscribe(void)
+{
+	struct cm_topo *t = load("pack:2 core:2 pu:2");
+	struct cm_matrix *m = gen("clusters:4", 20, 3);
+	struct cm_matrix *m16 = gen("clusters:4", 16, 3);
+	int pu[20], load_[8] = { 0 };
+	struct cm_map_options o = { .algorithm = CM_MAP_GREEDY };
+	struct cm_error err = { "" };
+
+	ok(cm_map_greedy(t, m, &o, pu, &err) == -1 && errno == ENOSPC,
+	   "20 threads on 8 PUs without oversubscription: ENOSPC");
+	ok(strstr(err.text, "20") && strstr(err.text, "8"),
+	   "ENOSPC message names both numbers: %s", err.text);
+	ok(greedy(t, m, 1, pu) == 0, "oversubscribed: mapped");
+	ok(cm_map_validate(t, 20, pu, 1, NULL) == 0,
+	   "oversubscribed: valid");
+	for (int i = 0; i < 20; i++)
+		load_[pu[i]]++;
+	for (int p = 0; p < 8; p++)
+		if (load_[p] < 2 || load_[p] > 3)
+			ok(0, "PU %d holds %d threads", p, load_[p]);
+	ok(greedy(t, m16, 1, pu) == 0 &&
+	   edges_within(t, m16, pu, 1, cm_level_weight(CM_LEVEL_CORE)),
+	   "16 on 8 PUs: each cluster of 4 within one core");
+	cm_matrix_free(m);
+	cm_matrix_free(m16);
+	cm_topo_free(t);
+}
+
+static void test_edges(void)
+{
+	struct cm_topo *t = load("pack:2 core:2 pu:2");
+	struct cm_matrix *m0 = cm_matrix_new(0), *m1 = cm_matrix_new(1);
+	struct cm_matrix *big = cm_matrix_new(4);
+	int pu[4] = { -1, -1, -1, -1 }, cap[8];
+
+	ok(greedy(t, m0, 0, NULL) == 0, "n = 0: nothing to do");
+	ok(greedy(t, m1, 0, pu) == 0 && pu[0] >= 0 && pu[0] < 8,
+	   "n = 1: one valid PU");
+	cm_matrix_set(big, 0, 1, 1e300);
+	cm_matrix_set(big, 2, 3, 1e300);
+	cm_matrix_set(big, 1, 2, 1e-300);
+	ok(greedy(t, big, 0, pu) == 0 &&
+	   cm_map_validate(t, 4, pu, 0, NULL) == 0, "huge weights: valid");
+	ok(cm_topo_distance(t, pu[0], pu[1]) == 5 &&
+	   cm_topo_distance(t, pu[2], pu[3]) == 5,
+	   "huge weights, spread: heavy pairs in one package, own cores");
+	cm_map_capacity(t, 4, 0, cap, NULL);
+	ok(cm_map_place(t, big, cap, NULL, CM_PLACE_FM, pu) == 0 &&
+	   cm_topo_distance(t, pu[0], pu[1]) == 1 &&
+	   cm_topo_distance(t, pu[2], pu[3]) == 1 &&
+	   cm_topo_distance(t, pu[1], pu[2]) == 6,
+	   "huge weights, FM: heavy pairs stacked on siblings, apart");
+	cm_matrix_free(m0);
+	cm_matrix_free(m1);
+	cm_matrix_free(big);
+	cm_topo_free(t);
+}
+
+/* A cpuset with holes: uneven cores and packages. */
+static void test_cpuset_holes(void)
+{
+	struct cm_topo *t = load("pack:2 numa:2 l3:2 core:8 pu:2");
+	struct cm_matrix *m = gen("clusters:8", 40, 9);
+	struct cm_error err;
+	int pu[40];
+
+	ok(cm_topo_restrict(t, "0-7,9,11,13-40,64-70,100", &err) == 0,
+	   "restricted to a cpuset with holes");
+	ok(greedy(t, m, 0, pu) == 0, "holes: mapped");
+	ok(cm_map_validate(t, 40, pu, 0, NULL) == 0,
+	   "holes: every thread on an allowed PU, one per PU");
+	cm_matrix_free(m);
+	cm_topo_free(t);
+}
+
+static void test_deterministic(void)
+{
+	struct cm_topo *t = load("pack:2 numa:2 l3:2 core:8 pu:2");
+	struct cm_matrix *m = gen("random", 100, 4);
+	int a[100], b[100];
+
+	ok(greedy(t, m, 0, a) == 0 && greedy(t, m, 0, b) == 0 &&
+	   memcmp(a, b, sizeof(a)) == 0, "same input, same mapping");
+	cm_matrix_free(m);
+	cm_topo_free(t);
+}
+
+/* Spread quota: 5 threads over 2 packages of 4 cores: 3 + 2, one per
+ * core; 20 threads over capacities 8 + 12: capped proportionally. */
+static void test_spread_quota(void)
+{
+	struct cm_topo *t = load("pack:2 core:4 pu:2");
+	int nnodes = cm_topo_nnodes(t), cap[16], *node_cap, *quota;
+	int sum = 0, maxq = 0;
+
+	node_cap = calloc((size_t)nnodes, sizeof(int));
+	quota = calloc((size_t)nnodes, sizeof(int));
+	cm_map_capacity(t, 5, 0, cap, NULL);
+	cm_map_node_capacity(t, cap, node_cap);
+	cm_map_spread_quota(t, node_cap, 5, quota);
+	for (int i = 0; i < nnodes; i++) {
+		const struct cm_topo_node *nd = cm_topo_node(t, i);
+
+		if (nd->kind == CM_LEVEL_CORE && quota[i] > maxq)
+			maxq = quota[i];
+		if (nd->kind == CM_LEVEL_PACKAGE)
+			sum += quota[i] * quota[i];
+	}
+	is_int(maxq, 1, "5 threads on 8 cores: at most one per core");
+	is_int(sum, 9 + 4, "5 threads on 2 packages: 3 and 2");
+	free(node_cap);
+	free(quota);
+	cm_topo_free(t);
+}
+
+/* The FM-refined placement of a 2D stencil on a grid of caches costs no
+ * more than the natural block placement (thread order = grid order). */
+static void test_stencil_fm(void)
+{
+	struct cm_topo *t = load("pack:2 numa:2 l3:2 core:8 pu:2");
+	struct cm_matrix *m = gen("stencil2d", 128, 0);
+	int cap[128], pu[128], natural[128];
+
+	cm_map_capacity(t, 128, 0, cap, NULL);
+	for (int i = 0; i < 128; i++)
+		natural[i] = i;
+	ok(cm_map_place(t, m, cap, NULL, CM_PLACE_FM, pu) == 0,
+	   "stencil: bisection placement");
+	ok(cm_map_validate(t, 128, pu, 0, NULL) == 0, "stencil: valid");
+	ok(cm_cost(t, m, pu) <= cm_cost(t, m, natural),
+	   "stencil: bisection %g <= natural blocks %g", cm_cost(t, m, pu),
+	   cm_cost(t, m, natural));
+	cm_matrix_free(m);
+	cm_topo_free(t);
+}
+
+static double cut_of(const struct cm_matrix *m, const signed char *side)
+{
+	double cut = 0;
+
+	for (int i = 0; i < cm_matrix_nthreads(m); i++) {
+		const struct cm_matrix_entry *row;
+		int deg = cm_matrix_row(m, i, &row);
+
+		for (int k = 0; k < deg; k++)
+			if (row[k].col > i && side[i] != side[row[k].col])
+				cut += row[k].w;
+	}
+	return cut;
+}
+
+/* Multilevel bisection finds the obvious cuts: a 16 x 16 grid in two
+ * 8 x 16 halves (16 links), a ring in two arcs (2 links); sizes within
+ * one thread; the scratch array comes back all -1. */
+static void test_multilevel(void)
+{
+	struct cm_matrix *grid = gen("stencil2d", 256, 13);
+	struct cm_matrix *ring = gen("ring", 300, 14);
+	int T[300], loc[300], clean = 1, na = 0;
+	signed char side[300];
+
+	for (int i = 0; i < 300; i++) {
+		T[i] = i;
+		loc[i] = -1;
+	}
+	ok(cm_bisect_multilevel(grid, T, 256, 128, 2, 1, 1e-12, loc,
+				side) == 0, "grid: bisected");
+	for (int i = 0; i < 256; i++)
+		na += side[i] == 0;
+	ok(na >= 127 && na <= 129, "grid: sides of 128 +- 1 (%d)", na);
+	is_double(cut_of(grid, side), 16, 1e-9, "grid: straight cut");
+	ok(cm_bisect_multilevel(ring, T, 300, 100, 1, 7, 1e-12, loc,
+				side) == 0, "ring: bisected");
+	is_double(cut_of(ring, side), 2, 1e-9, "ring: two arcs");
+	for (int i = 0; i < 300; i++)
+		clean &= loc[i] == -1;
+	ok(clean, "scratch restored");
+	cm_matrix_free(grid);
+	cm_matrix_free(ring);
+}
+
+int main(void)
+{
+	test_pairs_on_siblings();
+	test_clusters_under_l3();
+	test_spread_zero_matrix();
+	test_oversubscribe();
+	test_edges();
+	test_cpuset_holes();
+	test_deterministic();
+	test_spread_quota();
+	test_stencil_fm();
+	test_multilevel();
+	return done_testing();
+}

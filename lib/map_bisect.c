@@ -1,0 +1,590 @@
+/* map_bisect.c: multilevel graph bisection (the scheme of Scotch and
+ * METIS: Hendrickson & Leland; Karypis & Kumar).
+ *
+ * Coarsen the graph by heavy-edge matching (pairs of threads joined by
+ * their heaviest edge become one vertex) until it is small, bisect the
+ * coarsest graph by greedy growing from several seeds, then project the
+ * split back level by level, improving it with Fiduccia-Mattheyses passes
+ * that keep the weight of side 0 within the heaviest vertex of the target.
+ * Flat FM only sees one thread at a time; on meshes and random graphs the
+ * coarse levels move whole regions, which flat FM cannot.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commap/rand.h"
+#include "map_bisect.h"
+#include "map_groups.h"
+
+/* Tuning (tests/bench/map); overridable for experiments. */
+#ifndef COARSE_MAX
+#define COARSE_MAX 40		/* stop coarsening at this many vertices */
+#endif
+#define MAX_LEVELS 32
+#ifndef INIT_TRIES
+#define INIT_TRIES 6		/* greedy-growing starts on the coarsest */
+#endif
+#ifndef REFINE_CYCLES
+#define REFINE_CYCLES 2		/* refinement V-cycles after tries > 1 */
+#endif
+#ifndef ML_FM_PASSES
+#define ML_FM_PASSES 4
+#endif
+#ifndef ML_FM_PATIENCE
+#define ML_FM_PATIENCE 60
+#endif
+
+struct graph {
+	int nv;
+	int *xadj;		/* nv + 1 */
+	int *adj;
+	double *ew;
+	int *vw;
+	int *cmap;		/* vertex -> vertex of the next coarser graph */
+	signed char *part;	/* refinement V-cycle: the split kept while
+				 * coarsening (only same-side pairs merge) */
+	int maxvw;
+};
+
+/* Scratch shared by all levels (sized for the finest graph). */
+struct work {
+	double *gain;
+	signed char *side;
+	signed char *best_side;
+	char *locked;
+	int *moves;
+	int *perm;
+	int *mark;
+	int push;		/* move_vertex() queues unlocked neighbours */
+	struct cm_heap heap[2];
+	double eps;
+};
+
+static void graph_free(struct graph *g)
+{
+	free(g->xadj);
+	free(g->adj);
+	free(g->ew);
+	free(g->vw);
+	free(g->cmap);
+	free(g->part);
+	memset(g, 0, sizeof(*g));
+}
+
+static int graph_alloc(struct graph *g, int nv, int nnz)
+{
+	g->nv = nv;
+	g->xadj = malloc(sizeof(int) * (size_t)(nv + 1));
+	g->adj = malloc(sizeof(int) * (size_t)(nnz > 0 ? nnz : 1));
+	g->ew = malloc(sizeof(double) * (size_t)(nnz > 0 ? nnz : 1));
+	g->vw = malloc(sizeof(int) * (size_t)nv);
+	g->cmap = malloc(sizeof(int) * (size_t)nv);
+	if (!g->xadj || !g->adj || !g->ew || !g->vw || !g->cmap) {
+		graph_free(g);
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
+}
+
+/* The subgraph of m induced by T, vertex i = T[i]. */
+static int graph_from_threads(struct graph *g, const struct cm_matrix *m,
+			      const int *T, int t, int *loc)
+{
+	int nnz = 0, k = 0;
+
+	for (int i = 0; i < t; i++) {
+		const struct cm_matrix_entry *row;
+
+		loc[T[i]] = i;
+		nnz += cm_matrix_row(m, T[i], &row);
+	}
+	if (graph_alloc(g, t, nnz))
+		return -1;
+	g->maxvw = 1;
+	for (int i = 0; i < t; i++) {
+		const struct cm_matrix_entry *row;
+		int deg = cm_matrix_row(m, T[i], &row);
+
+		g->xadj[i] = k;
+		g->vw[i] = 1;
+		for (int j = 0; j < deg; j++) {
+			if (loc[row[j].col] < 0)
+				continue;
+			g->adj[k] = loc[row[j].col];
+			g->ew[k++] = row[j].w;
+		}
+	}
+	g->xadj[t] = k;
+	return 0;
+}
+
+/* Heavy-edge matching in a seeded random order; match[] must hold nv
+ * entries.  Returns the number of coarse vertices, cmap filled. */
+static int match_heavy_edges(struct graph *g, int limit, uint64_t *rng,
+			     int *match, int *perm)
+{
+	int nc = 0;
+
+	for (int u = 0; u < g->nv; u++) {
+		match[u] = -1;
+		perm[u] = u;
+	}
+	cm_rand_shuffle(rng, perm, g->nv);
+	for (int i = 0; i < g->nv; i++) {
+		int u = perm[i], best = u;
+		double bw = 0;
+
+		if (match[u] >= 0)
+			continue;
+		for (int e = g->xadj[u]; e < g->xadj[u + 1]; e++) {
+			int v = g->adj[e];
+
+			if (match[v] < 0 && v != u && g->ew[e] > bw &&
+			    g->vw[u] + g->vw[v] <= limit &&
+			    (!g->part || g->part[u] == g->part[v])) {
+				best = v;
+				bw = g->ew[e];
+			}
+		}
+		match[u] = best;
+		match[best] = u;
+	}
+	for (int u = 0; u < g->nv; u++)
+		g->cmap[u] = -1;
+	for (int u = 0; u < g->nv; u++) {
+		if (g->cmap[u] >= 0)
+			continue;
+		g->cmap[u] = nc;
+		g->cmap[match[u]] = nc;
+		perm[nc++] = u;		/* representative */
+	}
+	return nc;
+}
+
+/* Contract g along its matching into c (nc vertices, reps in perm). */
+static int contract(const struct graph *g, struct graph *c, int nc,
+		    const int *match, const int *perm, int *mark)
+{
+	int k = 0;
+
+	if (graph_alloc(c, nc, g->xadj[g->nv]))
+		return -1;
+	if (g->part) {
+		c->part = malloc((size_t)nc);
+		if (!c->part) {
+			graph_free(c);
+			errno = ENOMEM;
+			return -1;
+		}
+		for (int cv = 0; cv < nc; cv++)
+			c->part[cv] = g->part[perm[cv]];
+	}
+	c->maxvw = 1;
+	for (int cv = 0; cv < nc; cv++) {
+		int members[2] = { perm[cv], match[perm[cv]] };
+		int nm = members[0] == members[1] ? 1 : 2;
+		int start = k;
+
+		c->xadj[cv] = k;
+		c->vw[cv] = 0;
+		for (int q = 0; q < nm; q++) {
+			int u = members[q];
+
+			c->vw[cv] += g->vw[u];
+			for (int e = g->xadj[u]; e < g->xadj[u + 1]; e++) {
+				int h = g->cmap[g->adj[e]];
+
+				if (h == cv)
+					continue;
+				if (mark[h] < 0) {
+					mark[h] = k;
+					c->adj[k] = h;
+					c->ew[k++] = 0;
+				}
+				c->ew[mark[h]] += g->ew[e];
+			}
+		}
+		for (int e = start; e < k; e++)
+			mark[c->adj[e]] = -1;
+		if (c->vw[cv] > c->maxvw)
+			c->maxvw = c->vw[cv];
+	}
+	c->xadj[nc] = k;
+	return 0;
+}
+
+/* ---- FM with weighted vertices ----------------------------------------- */
+
+static void compute_gains(const struct graph *g, struct work *w)
+{
+	for (int u = 0; u < g->nv; u++) {
+		double gain = 0;
+
+		for (int e = g->xadj[u]; e < g->xadj[u + 1]; e++)
+			gain += w->side[g->adj[e]] != w->side[u] ? g->ew[e]
+								 : -g->ew[e];
+		w->gain[u] = gain;
+	}
+}
+
+static void move_vertex(const struct graph *g, struct work *w, int u)
+{
+	int to = !w->side[u];
+
+	w->side[u] = (signed char)to;
+	w->gain[u] = -w->gain[u];
+	for (int e = g->xadj[u]; e < g->xadj[u + 1]; e++) {
+		int v = g->adj[e];
+		struct cm_heap *h = &w->heap[w->side[v]];
+
+		w->gain[v] += w->side[v] == to ? -2 * g->ew[e] : 2 * g->ew[e];
+		if (cm_heap_contains(h, v))
+			cm_heap_update(h, v);
+		else if (w->push && !w->locked[v])
+			cm_heap_push(h, v);
+	}
+}
+
+static void push_border(const struct graph *g, struct work *w)
+{
+	for (int u = 0; u < g->nv; u++)
+		for (int e = g->xadj[u]; e < g->xadj[u + 1]; e++)
+			if (w->side[g->adj[e]] != w->side[u]) {
+				cm_heap_push(&w->heap[w->side[u]], u);
+				break;
+			}
+}
+
+static long long side_weight(const struct graph *g, const struct work *w)
+{
+	long long wa = 0;
+
+	for (int u = 0; u < g->nv; u++)
+		if (w->side[u] == 0)
+			wa += g->vw[u];
+	return wa;
+}
+
+/* Can u leave its side with the weight of side 0 ending within tol of ta,
+ * or at least closer to it than now? */
+static int feasible(const struct graph *g, const struct work *w, int u,
+		    long long wa, long long ta, long long tol)
+{
+	long long after = w->side[u] == 0 ? wa - g->vw[u] : wa + g->vw[u];
+
+	return llabs(after - ta) <= tol || llabs(after - ta) < llabs(wa - ta);
+}
+
+static int pick_move(const struct graph *g, const struct work *w,
+		     long long wa, long long ta, long long tol)
+{
+	int best = -1;
+
+	for (int s = 0; s < 2; s++) {
+		int u;
+
+		if (w->heap[s].len == 0)
+			continue;
+		u = w->heap[s].item[0];
+		if (!feasible(g, w, u, wa, ta, tol))
+			continue;
+		if (best < 0 || w->gain[u] > w->gain[best])
+			best = u;
+	}
+	return best;
+}
+
+/* One pass; returns the cut reduction kept (>= 0 unless the start was
+ * out of balance and had to be repaired). */
+static double fm_pass(const struct graph *g, struct work *w, long long ta,
+		      long long tol)
+{
+	long long wa = side_weight(g, w);
+	long long best_imb = llabs(wa - ta);
+	double sum = 0, best = 0;
+	int nmoves = 0, keep = 0, since = 0;
+
+	push_border(g, w);
+	w->push = 1;
+	while (since <= ML_FM_PATIENCE) {
+		int u = pick_move(g, w, wa, ta, tol);
+		long long imb;
+
+		if (u < 0)
+			break;
+		cm_heap_remove(&w->heap[w->side[u]], u);
+		sum += w->gain[u];
+		wa += w->side[u] == 0 ? -g->vw[u] : g->vw[u];
+		w->locked[u] = 1;
+		move_vertex(g, w, u);
+		w->moves[nmoves++] = u;
+		since++;
+		imb = llabs(wa - ta);
+		if (best_imb > tol ? imb < best_imb ||
+		    (imb == best_imb && sum > best + w->eps) :
+		    imb <= tol && sum > best + w->eps) {
+			best = sum;
+			best_imb = imb;
+			keep = nmoves;
+			since = 0;
+		}
+	}
+	w->push = 0;
+	cm_heap_clear(&w->heap[0]);
+	cm_heap_clear(&w->heap[1]);
+	for (int k = 0; k < nmoves; k++)
+		w->locked[w->moves[k]] = 0;
+	while (nmoves > keep)
+		move_vertex(g, w, w->moves[--nmoves]);
+	return best;
+}
+
+static void refine_level(const struct graph *g, struct work *w, long long ta)
+{
+	long long tol = g->maxvw;
+
+	compute_gains(g, w);
+	for (int pass = 0; pass < ML_FM_PASSES; pass++)
+		if (!(fm_pass(g, w, ta, tol) > w->eps))
+			break;
+}
+
+/* ---- initial split of the coarsest graph ------------------------------- */
+
+static double cut_of(const struct graph *g, const struct work *w)
+{
+	double cut = 0;
+
+	for (int u = 0; u < g->nv; u++)
+		for (int e = g->xadj[u]; e < g->xadj[u + 1]; e++)
+			if (w->side[g->adj[e]] != w->side[u])
+				cut += g->ew[e];
+	return cut / 2;
+}
+
+/* Grow side 0 from seed by best gain among its neighbours until it
+ * weighs about ta (a new seed when the region has no neighbours left). */
+static void grow(const struct graph *g, struct work *w, int seed,
+		 long long ta)
+{
+	struct cm_heap *front = &w->heap[1];
+	long long wa = 0;
+	int next = 0;
+
+	memset(w->side, 1, (size_t)g->nv);
+	compute_gains(g, w);
+	while (wa < ta) {
+		int u;
+
+		if (front->len > 0) {
+			u = front->item[0];
+		} else if (w->side[seed] == 1) {
+			u = seed;
+		} else {
+			while (next < g->nv && w->side[next] == 0)
+				next++;
+			if (next == g->nv)
+				break;
+			u = next;
+		}
+		/* stop short rather than overshoot by more */
+		if (wa > 0 && wa + g->vw[u] - ta > ta - wa)
+			break;
+		if (cm_heap_contains(front, u))
+			cm_heap_remove(front, u);
+		wa += g->vw[u];
+		move_vertex(g, w, u);
+		for (int e = g->xadj[u]; e < g->xadj[u + 1]; e++) {
+			int v = g->adj[e];
+
+			if (w->side[v] == 1 && !cm_heap_contains(front, v))
+				cm_heap_push(front, v);
+		}
+	}
+	cm_heap_clear(front);
+}
+
+static void initial_split(const struct graph *g, struct work *w,
+			  long long ta)
+{
+	double best_cut = -1;
+	long long best_imb = 0;
+
+	for (int k = 0; k < INIT_TRIES && k < g->nv; k++) {
+		int seed = (int)((long long)k * g->nv / INIT_TRIES);
+		long long imb;
+		double cut;
+
+		grow(g, w, seed, ta);
+		refine_level(g, w, ta);
+		cut = cut_of(g, w);
+		imb = llabs(side_weight(g, w) - ta);
+		if (best_cut < 0 || imb < best_imb ||
+		    (imb == best_imb && cut < best_cut - w->eps)) {
+			best_cut = cut;
+			best_imb = imb;
+			memcpy(w->best_side, w->side, (size_t)g->nv);
+		}
+	}
+	memcpy(w->side, w->best_side, (size_t)g->nv);
+}
+
+/* ---- driver ------------------------------------------------------------ */
+
+static void work_free(struct work *w)
+{
+	free(w->gain);
+	free(w->side);
+	free(w->best_side);
+	free(w->locked);
+	free(w->moves);
+	free(w->perm);
+	free(w->mark);
+	cm_heap_free(&w->heap[0]);
+	cm_heap_free(&w->heap[1]);
+}
+
+static int work_alloc(struct work *w, int nv)
+{
+	size_t n = (size_t)(nv > 0 ? nv : 1);
+
+	memset(w, 0, sizeof(*w));
+	w->gain = calloc(n, sizeof(double));
+	w->side = malloc(n);
+	w->best_side = malloc(n);
+	w->locked = calloc(n, 1);
+	w->moves = malloc(n * sizeof(int));
+	w->perm = malloc(n * sizeof(int));
+	w->mark = malloc(n * sizeof(int));
+	if (!w->gain || !w->side || !w->best_side || !w->locked ||
+	    !w->moves || !w->perm || !w->mark ||
+	    cm_heap_init(&w->heap[0], nv, w->gain) ||
+	    cm_heap_init(&w->heap[1], nv, w->gain)) {
+		work_free(w);
+		errno = ENOMEM;
+		return -1;
+	}
+	for (int i = 0; i < nv; i++)
+		w->mark[i] = -1;
+	return 0;
+}
+
+/* Coarsen level by level; returns the number of levels built (>= 1). */
+static int coarsen(struct graph *lv, struct work *w, long long ta,
+		   long long t, uint64_t *rng)
+{
+	long long small = ta < t - ta ? ta : t - ta;
+	int limit = (int)(small / 8 > 1 ? small / 8 : 1);
+	int nl = 1;
+
+	while (nl < MAX_LEVELS && lv[nl - 1].nv > COARSE_MAX) {
+		struct graph *g = &lv[nl - 1];
+		int nc = match_heavy_edges(g, limit, rng, w->moves, w->perm);
+
+		if (nc > g->nv - g->nv / 20)
+			break;
+		if (contract(g, &lv[nl], nc, w->moves, w->perm, w->mark))
+			return -1;
+		nl++;
+	}
+	return nl;
+}
+
+/* One V-cycle: coarsen, split the coarsest, project back with FM. */
+static int v_cycle(struct graph *lv, struct work *w, int ta, uint64_t *rng)
+{
+	int nl = coarsen(lv, w, ta, lv[0].nv, rng);
+
+	if (nl < 0)
+		return -1;
+	initial_split(&lv[nl - 1], w, ta);
+	for (int l = nl - 2; l >= 0; l--) {
+		/* project: a vertex takes its coarse vertex's side */
+		for (int u = lv[l].nv - 1; u >= 0; u--)
+			w->best_side[u] = w->side[lv[l].cmap[u]];
+		memcpy(w->side, w->best_side, (size_t)lv[l].nv);
+		refine_level(&lv[l], w, ta);
+	}
+	for (int l = 1; l < MAX_LEVELS; l++)
+		graph_free(&lv[l]);
+	return 0;
+}
+
+/* A refinement V-cycle (Karypis & Kumar): coarsen without merging across
+ * the split in side, so that the coarsest graph carries it, and improve it
+ * with FM on the way back; larger moves than FM on the threads alone. */
+static int refine_cycle(struct graph *lv, struct work *w, int ta,
+			uint64_t *rng, const signed char *side)
+{
+	int nl;
+
+	lv[0].part = malloc((size_t)lv[0].nv);
+	if (!lv[0].part) {
+		errno = ENOMEM;
+		return -1;
+	}
+	memcpy(lv[0].part, side, (size_t)lv[0].nv);
+	nl = coarsen(lv, w, ta, lv[0].nv, rng);
+	if (nl < 0)
+		return -1;
+	memcpy(w->side, lv[nl - 1].part, (size_t)lv[nl - 1].nv);
+	refine_level(&lv[nl - 1], w, ta);
+	for (int l = nl - 2; l >= 0; l--) {
+		for (int u = lv[l].nv - 1; u >= 0; u--)
+			w->best_side[u] = w->side[lv[l].cmap[u]];
+		memcpy(w->side, w->best_side, (size_t)lv[l].nv);
+		refine_level(&lv[l], w, ta);
+	}
+	for (int l = 1; l < MAX_LEVELS; l++)
+		graph_free(&lv[l]);
+	free(lv[0].part);
+	lv[0].part = NULL;
+	return 0;
+}
+
+int cm_bisect_multilevel(const struct cm_matrix *m, const int *T, int t,
+			 int ta, int tries, uint64_t seed, double eps,
+			 int *loc, signed char *side)
+{
+	struct graph lv[MAX_LEVELS];
+	struct work w;
+	uint64_t rng = seed ^ 0x9e3779b97f4a7c15ull;
+	double best_cut = -1;
+	long long best_imb = 0;
+	int rv = -1;
+
+	memset(lv, 0, sizeof(lv));
+	if (work_alloc(&w, t))
+		return -1;
+	w.eps = eps;
+	if (graph_from_threads(&lv[0], m, T, t, loc))
+		goto out;
+	if (tries < 1)
+		tries = 1;
+	for (int k = 0; k < tries + (tries > 1 ? REFINE_CYCLES : 0); k++) {
+		long long imb;
+		double cut;
+
+		if (k < tries ? v_cycle(lv, &w, ta, &rng) :
+		    refine_cycle(lv, &w, ta, &rng, side))
+			goto out;
+		cut = cut_of(&lv[0], &w);
+		imb = llabs(side_weight(&lv[0], &w) - ta);
+		if (best_cut < 0 || imb < best_imb ||
+		    (imb == best_imb && cut < best_cut - eps)) {
+			best_cut = cut;
+			best_imb = imb;
+			memcpy(side, w.side, (size_t)t);
+		}
+	}
+	rv = 0;
+out:
+	for (int i = 0; i < t; i++)
+		loc[T[i]] = -1;
+	for (int l = 0; l < MAX_LEVELS; l++)
+		graph_free(&lv[l]);
+	work_free(&w);
+	return rv;
+}

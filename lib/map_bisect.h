@@ -1,0 +1,23 @@
+/* map_bisect.h (internal): multilevel bisection of a set of threads, used
+ * by cm_map_place() for the large splits near the root of the tree. */
+#ifndef COMMAP_MAP_BISECT_H
+#define COMMAP_MAP_BISECT_H
+
+#include <stdint.h>
+
+#include "commap/matrix.h"
+
+/* Split the threads T[0..t-1] (the subgraph of m they induce) into side 0
+ * of about ta threads (within one) and side 1, cutting as little
+ * communication as possible: heavy-edge coarsening, several greedy-grown
+ * starts on the coarsest graph, Fiduccia-Mattheyses at every level on the
+ * way back; the best of `tries` such V-cycles (different coarsenings) is
+ * kept, and with tries > 1 improved by refinement V-cycles.  side[i] gets 0 or 1 for T[i].  loc is scratch of
+ * cm_matrix_nthreads(m) entries, all -1 on entry; they are -1 again on
+ * return.  Gains up to eps count as none (rounding noise; e.g. 1e-12 times
+ * the largest weight).  Deterministic for a seed.  0, or -1/ENOMEM. */
+int cm_bisect_multilevel(const struct cm_matrix *m, const int *T, int t,
+			 int ta, int tries, uint64_t seed, double eps,
+			 int *loc, signed char *side);
+
+#endif

@@ -1,0 +1,985 @@
+/* map_groups.c: top-down placement of threads onto the sharing tree.
+ *
+ * At every tree node the threads assigned to it are split among its
+ * children.  A node with k children is handled as a binary tree of splits:
+ * the children are cut in two halves of (nearly) equal capacity and the
+ * threads are bisected between the halves, recursively, which is how
+ * LHMapping's GroupsToTopology (§3.3, Algorithm 5) walks the tree, and how
+ * dual recursive bipartitioning (Scotch) follows a target architecture.
+ *
+ * The sizes of the two sides are the spread quota: threads go over whole
+ * cores and caches before any are doubled up (commap/mapping.h).  With
+ * CM_PLACE_FM, every bisection is improved by Fiduccia-Mattheyses passes at
+ * fixed sizes, then by single moves with a strictly positive gain into the
+ * free capacity of the other side, so that threads that communicate are
+ * stacked together and only those.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "map_bisect.h"
+#include "map_groups.h"
+#include "map_internal.h"
+#include "matching.h"
+
+/* Splits of at least this many threads use multilevel bisection. */
+#ifndef MULTILEVEL_MIN
+#define MULTILEVEL_MIN 64
+#endif
+/* V-cycles for splits of at least a quarter of all threads (and 256;
+ * below, auto's restarts give the same variety). */
+#ifndef TOP_TRIES
+#define TOP_TRIES 4
+#endif
+#ifndef TOP_SHARE
+#define TOP_SHARE 4		/* "near the root": t >= n / TOP_SHARE */
+#endif
+
+/* ---- indexed max-heap ------------------------------------------------ */
+
+static int heap_before(const struct cm_heap *h, int a, int b)
+{
+	if (h->key[a] != h->key[b])
+		return h->key[a] > h->key[b];
+	return a < b;
+}
+
+static void heap_set(struct cm_heap *h, int i, int id)
+{
+	h->item[i] = id;
+	h->pos[id] = i;
+}
+
+static void heap_sift_up(struct cm_heap *h, int i)
+{
+	int id = h->item[i];
+
+	while (i > 0) {
+		int parent = (i - 1) / 2;
+
+		if (!heap_before(h, id, h->item[parent]))
+			break;
+		heap_set(h, i, h->item[parent]);
+		i = parent;
+	}
+	heap_set(h, i, id);
+}
+
+static void heap_sift_down(struct cm_heap *h, int i)
+{
+	int id = h->item[i];
+
+	for (;;) {
+		int c = 2 * i + 1;
+
+		if (c >= h->len)
+			break;
+		if (c + 1 < h->len &&
+		    heap_before(h, h->item[c + 1], h->item[c]))
+			c++;
+		if (!heap_before(h, h->item[c], id))
+			break;
+		heap_set(h, i, h->item[c]);
+		i = c;
+	}
+	heap_set(h, i, id);
+}
+
+int cm_heap_init(struct cm_heap *h, int n, const double *key)
+{
+	size_t sz = (size_t)(n > 0 ? n : 1) * sizeof(int);
+
+	h->item = malloc(sz);
+	h->pos = malloc(sz);
+	h->key = key;
+	h->len = 0;
+	if (!h->item || !h->pos) {
+		cm_heap_free(h);
+		errno = ENOMEM;
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+		h->pos[i] = -1;
+	return 0;
+}
+
+void cm_heap_free(struct cm_heap *h)
+{
+	free(h->item);
+	free(h->pos);
+	h->item = NULL;
+	h->pos = NULL;
+	h->len = 0;
+}
+
+void cm_heap_push(struct cm_heap *h, int id)
+{
+	heap_set(h, h->len, id);
+	h->len++;
+	heap_sift_up(h, h->len - 1);
+}
+
+void cm_heap_remove(struct cm_heap *h, int id)
+{
+	int i = h->pos[id];
+	int last = h->item[--h->len];
+
+	h->pos[id] = -1;
+	if (i == h->len)
+		return;
+	heap_set(h, i, last);
+	heap_sift_up(h, i);
+	heap_sift_down(h, h->pos[last]);
+}
+
+int cm_heap_pop(struct cm_heap *h)
+{
+	int id = h->item[0];
+
+	cm_heap_remove(h, id);
+	return id;
+}
+
+void cm_heap_update(struct cm_heap *h, int id)
+{
+	heap_sift_up(h, h->pos[id]);
+	heap_sift_down(h, h->pos[id]);
+}
+
+void cm_heap_clear(struct cm_heap *h)
+{
+	for (int i = 0; i < h->len; i++)
+		h->pos[h->item[i]] = -1;
+	h->len = 0;
+}
+
+/* ---- spread quota -------------------------------------------------- */
+
+void cm_map_spread_weight(const struct cm_topo *topo, int *spread)
+{
+	int nnodes = cm_topo_nnodes(topo);
+
+	for (int i = 0; i < nnodes; i++) {
+		const struct cm_topo_node *node = cm_topo_node(topo, i);
+		int under_core = node->parent >= 0 &&
+			cm_topo_node(topo, node->parent)->kind == CM_LEVEL_CORE;
+
+		spread[i] = node->kind == CM_LEVEL_CORE ||
+			    (node->pu >= 0 && !under_core);
+	}
+	for (int i = nnodes - 1; i > 0; i--)
+		spread[cm_topo_node(topo, i)->parent] += spread[i];
+}
+
+/* Split t threads among children lo..hi-1 of node v in proportion to their
+ * spread weight, capped by capacity (water filling), rounding by largest
+ * remainder; writes quota[child node].  Exact integer arithmetic so that
+ * the result does not depend on floating point. */
+static void range_quota(const struct cm_topo *topo, const int *node_cap,
+			const int *spread, int v, int lo, int hi, int t,
+			int *quota)
+{
+	int first = cm_topo_node(topo, v)->first_child;
+	int rem = t, again = 1;
+
+	for (int c = first + lo; c < first + hi; c++)
+		quota[c] = -1;		/* -1: not fixed yet */
+	while (again) {
+		long long s = 0;
+
+		again = 0;
+		for (int c = first + lo; c < first + hi; c++)
+			if (quota[c] < 0)
+				s += spread[c] > 0 ? spread[c] : 1;
+		for (int c = first + lo; c < first + hi && s > 0; c++) {
+			long long sc = spread[c] > 0 ? spread[c] : 1;
+
+			if (quota[c] < 0 && (long long)rem * sc >
+			    (long long)node_cap[c] * s) {
+				quota[c] = node_cap[c];
+				rem -= node_cap[c];
+				again = 1;
+			}
+		}
+	}
+	long long s = 0;
+	int left = rem;
+
+	for (int c = first + lo; c < first + hi; c++)
+		if (quota[c] < 0)
+			s += spread[c] > 0 ? spread[c] : 1;
+	if (s == 0)
+		return;
+	/* Unfixed children get their floor, kept encoded as -1 - floor so
+	 * that they stay distinguishable from fixed (>= 0) ones. */
+	for (int c = first + lo; c < first + hi; c++) {
+		if (quota[c] >= 0)
+			continue;
+		long long sc = spread[c] > 0 ? spread[c] : 1;
+
+		quota[c] = -1 - (int)(((long long)rem * sc) / s);
+		left -= (int)(((long long)rem * sc) / s);
+	}
+	/* Unfixed children now hold -1 - floor.  Hand out the leftover one
+	 * by one to the largest remainder (ties: the first child). */
+	while (left > 0) {
+		int best = -1;
+		long long best_frac = -1;
+
+		for (int c = first + lo; c < first + hi; c++) {
+			long long sc = spread[c] > 0 ? spread[c] : 1;
+			long long frac = ((long long)rem * sc) % s;
+
+			if (quota[c] < 0 && frac > best_frac) {
+				best = c;
+				best_frac = frac;
+			}
+		}
+		if (best < 0)
+			break;
+		quota[best] = -1 - quota[best] + 1;
+		left--;
+	}
+	for (int c = first + lo; c < first + hi; c++)
+		if (quota[c] < 0)
+			quota[c] = -1 - quota[c];
+}
+
+void cm_map_spread_quota(const struct cm_topo *topo, const int *node_cap,
+			 int n, int *quota)
+{
+	int nnodes = cm_topo_nnodes(topo);
+	int *spread = malloc(sizeof(int) * (size_t)nnodes);
+
+	if (!spread) {
+		/* Degrade to capacity-proportional quota: spread = cap. */
+		quota[0] = n;
+		for (int i = 0; i < nnodes; i++) {
+			const struct cm_topo_node *node = cm_topo_node(topo, i);
+
+			if (node->nchildren > 0)
+				range_quota(topo, node_cap, node_cap, i, 0,
+					    node->nchildren, quota[i], quota);
+		}
+		return;
+	}
+	cm_map_spread_weight(topo, spread);
+	quota[0] = n;
+	for (int i = 0; i < nnodes; i++) {
+		const struct cm_topo_node *node = cm_topo_node(topo, i);
+
+		if (node->nchildren > 0)
+			range_quota(topo, node_cap, spread, i, 0,
+				    node->nchildren, quota[i], quota);
+	}
+	free(spread);
+}
+
+/* ---- placement context ----------------------------------------------- */
+
+struct place {
+	const struct cm_topo *topo;
+	const struct cm_matrix *m;
+	unsigned flags;
+	uint64_t seed;
+	int n;
+	int use_order;
+	int *pu_of_thread;
+	int *node_cap;
+	int *spread;
+	int *quota;		/* per node, scratch */
+	signed char *side;	/* per thread: -1 outside the split, 0 A, 1 B */
+	char *locked;		/* BFS mark; moved in this FM pass */
+	int push_neighbours;	/* move_thread() queues unlocked neighbours */
+	double *gain;		/* FM gain of a move to the other side */
+	double eps;		/* gains below this are rounding noise */
+	int *moves;
+	int *buf;
+	int *loc;		/* scratch for cm_bisect_multilevel(), -1 */
+	signed char *ml_side;
+	struct cm_heap heap[2];
+};
+
+/* Move x to the other side and update its neighbours' gains (and their
+ * heap positions, wherever they are). */
+static void move_thread(struct place *p, int x)
+{
+	const struct cm_matrix_entry *row;
+	int deg = cm_matrix_row(p->m, x, &row);
+	int to = !p->side[x];
+
+	p->side[x] = (signed char)to;
+	p->gain[x] = -p->gain[x];
+	for (int k = 0; k < deg; k++) {
+		int y = row[k].col;
+
+		if (p->side[y] < 0)
+			continue;
+		p->gain[y] += p->side[y] == to ? -2 * row[k].w : 2 * row[k].w;
+		if (cm_heap_contains(&p->heap[p->side[y]], y))
+			cm_heap_update(&p->heap[p->side[y]], y);
+		else if (p->push_neighbours && !p->locked[y])
+			cm_heap_push(&p->heap[p->side[y]], y);
+	}
+}
+
+/* Queue the threads of T on the border (a neighbour on the other side):
+ * only they can have a useful gain; others join when a neighbour moves. */
+static void push_border(struct place *p, const int *T, int t)
+{
+	for (int i = 0; i < t; i++) {
+		const struct cm_matrix_entry *row;
+		int x = T[i];
+		int deg = cm_matrix_row(p->m, x, &row);
+
+		for (int k = 0; k < deg; k++) {
+			int y = row[k].col;
+
+			if (p->side[y] >= 0 && p->side[y] != p->side[x]) {
+				cm_heap_push(&p->heap[p->side[x]], x);
+				break;
+			}
+		}
+	}
+}
+
+static void compute_gains(struct place *p, const int *T, int t)
+{
+	for (int i = 0; i < t; i++) {
+		const struct cm_matrix_entry *row;
+		int x = T[i];
+		int deg = cm_matrix_row(p->m, x, &row);
+		double g = 0;
+
+		for (int k = 0; k < deg; k++) {
+			int y = row[k].col;
+
+			if (p->side[y] >= 0)
+				g += p->side[y] != p->side[x] ? row[k].w
+							      : -row[k].w;
+		}
+		p->gain[x] = g;
+	}
+}
+
+/* The last thread reached by a breadth-first search from T[0] inside T: a
+ * peripheral thread, a good seed for growing (George & Liu). */
+static int peripheral_thread(struct place *p, const int *T, int t)
+{
+	int *queue = p->moves;
+	int head = 0, tail = 0, start = T[p->seed % (uint64_t)t];
+
+	queue[tail++] = start;
+	p->locked[start] = 1;
+	while (head < tail) {
+		const struct cm_matrix_entry *row;
+		int x = queue[head++];
+		int deg = cm_matrix_row(p->m, x, &row);
+
+		for (int k = 0; k < deg; k++) {
+			int y = row[k].col;
+
+			if (p->side[y] >= 0 && !p->locked[y]) {
+				p->locked[y] = 1;
+				queue[tail++] = y;
+			}
+		}
+	}
+	for (int i = 0; i < tail; i++)
+		p->locked[queue[i]] = 0;
+	return queue[tail - 1];
+}
+
+/* Greedy graph growing: side A grows from a peripheral seed by the best
+ * FM gain among the threads adjacent to it; when no thread is adjacent,
+ * the first remaining thread of T seeds a new region. */
+static void grow_side_a(struct place *p, const int *T, int t, int ta)
+{
+	struct cm_heap *front = &p->heap[1];
+	int next = 0;
+
+	compute_gains(p, T, t);
+	for (int placed = 0; placed < ta; placed++) {
+		const struct cm_matrix_entry *row;
+		int x, deg;
+
+		if (front->len > 0) {
+			x = cm_heap_pop(front);
+		} else if (placed == 0) {
+			x = peripheral_thread(p, T, t);
+		} else {
+			while (p->side[T[next]] != 1)
+				next++;
+			x = T[next];
+		}
+		move_thread(p, x);
+		deg = cm_matrix_row(p->m, x, &row);
+		for (int k = 0; k < deg; k++) {
+			int y = row[k].col;
+
+			if (p->side[y] == 1 && !cm_heap_contains(front, y))
+				cm_heap_push(front, y);
+		}
+	}
+	cm_heap_clear(front);
+}
+
+/* A gain counts only above rounding noise, so that moves cannot cycle. */
+static int improved(const struct place *p, double now, double best)
+{
+	return now > best + p->eps;
+}
+
+/* FM tuning (tests/bench/map): a pass stops after this many moves without
+ * a better balanced cut; at most this many passes per bisection. */
+#ifndef FM_PATIENCE
+#define FM_PATIENCE 50
+#endif
+#ifndef FM_PASSES
+#define FM_PASSES 4
+#endif
+
+struct sizes {
+	int t, ta, cap_a, cap_b, na;
+};
+
+/* Which side to move a thread from during an FM pass at fixed sizes: the
+ * larger one when unbalanced, else the one with the better top gain (one
+ * thread over a side's capacity is allowed in between: only balanced
+ * states are ever kept); -1 if none. */
+static int fm_pick_side(struct place *p, const struct sizes *z)
+{
+	int can_a = p->heap[0].len > 0;
+	int can_b = p->heap[1].len > 0;
+
+	if (z->na > z->ta)
+		return can_a ? 0 : -1;
+	if (z->na < z->ta)
+		return can_b ? 1 : -1;
+	if (can_a && can_b)
+		return p->gain[p->heap[1].item[0]] >
+		       p->gain[p->heap[0].item[0]];
+	return can_a ? 0 : can_b ? 1 : -1;
+}
+
+/* One Fiduccia-Mattheyses pass: move every thread at most once, always
+ * the best one, keep the best prefix that ends balanced.  Returns the cut
+ * reduction. */
+static double fm_pass(struct place *p, const int *T, struct sizes *z)
+{
+	int nmoves = 0, keep = 0, since = 0;
+	int patience = FM_PATIENCE;
+	double sum = 0, best = 0;
+
+	push_border(p, T, z->t);
+	p->push_neighbours = 1;
+	while (since <= patience) {
+		int s = fm_pick_side(p, z);
+		int x;
+
+		if (s < 0)
+			break;
+		x = cm_heap_pop(&p->heap[s]);
+		sum += p->gain[x];
+		p->locked[x] = 1;
+		move_thread(p, x);
+		z->na += s == 1 ? 1 : -1;
+		p->moves[nmoves++] = x;
+		since++;
+		if (z->na == z->ta && improved(p, sum, best)) {
+			best = sum;
+			keep = nmoves;
+			since = 0;
+		}
+	}
+	p->push_neighbours = 0;
+	cm_heap_clear(&p->heap[0]);
+	cm_heap_clear(&p->heap[1]);
+	for (int k = 0; k < nmoves; k++)
+		p->locked[p->moves[k]] = 0;
+	while (nmoves > keep) {
+		int x = p->moves[--nmoves];
+
+		z->na += p->side[x] == 1 ? 1 : -1;
+		move_thread(p, x);
+	}
+	return best;
+}
+
+/* Moves with a strictly positive gain into free capacity: threads that
+ * communicate leave the spread quota to sit together. */
+static void stack_moves(struct place *p, const int *T, struct sizes *z)
+{
+	push_border(p, T, z->t);
+	p->push_neighbours = 1;
+	for (;;) {
+		int can_a = p->heap[0].len > 0 && z->t - z->na + 1 <= z->cap_b;
+		int can_b = p->heap[1].len > 0 && z->na + 1 <= z->cap_a;
+		double ga = can_a ? p->gain[p->heap[0].item[0]] : 0;
+		double gb = can_b ? p->gain[p->heap[1].item[0]] : 0;
+		int s = gb > ga ? 1 : 0;
+		int x;
+
+		if (!improved(p, s ? gb : ga, 0))
+			break;
+		x = cm_heap_pop(&p->heap[s]);
+		move_thread(p, x);
+		cm_heap_push(&p->heap[!s], x);
+		z->na += s == 1 ? 1 : -1;
+	}
+	p->push_neighbours = 0;
+	cm_heap_clear(&p->heap[0]);
+	cm_heap_clear(&p->heap[1]);
+}
+
+/* Bring side A to exactly ta threads by moving the best-gain threads off
+ * the larger side. */
+static void rebalance(struct place *p, const int *T, struct sizes *z)
+{
+	int from = z->na > z->ta ? 0 : 1;
+
+	if (z->na == z->ta)
+		return;
+	for (int i = 0; i < z->t; i++)
+		if (p->side[T[i]] == from)
+			cm_heap_push(&p->heap[from], T[i]);
+	while (z->na != z->ta) {
+		move_thread(p, cm_heap_pop(&p->heap[from]));
+		z->na += from == 1 ? 1 : -1;
+	}
+	cm_heap_clear(&p->heap[from]);
+}
+
+/* Large splits: multilevel; side A may come out one thread off. */
+static int multilevel_split(struct place *p, const int *T, struct sizes *z)
+{
+	/* the splits near the root cut the most expensive links: more
+	 * V-cycles there */
+	int tries = z->t * TOP_SHARE >= p->n && z->t >= 256 ? TOP_TRIES : 1;
+
+	if (cm_bisect_multilevel(p->m, T, z->t, z->ta, tries, p->seed, p->eps,
+				 p->loc, p->ml_side))
+		return -1;
+	z->na = 0;
+	for (int i = 0; i < z->t; i++) {
+		p->side[T[i]] = p->ml_side[i];
+		z->na += p->ml_side[i] == 0;
+	}
+	compute_gains(p, T, z->t);
+	rebalance(p, T, z);
+	return 0;
+}
+
+static int wants_multilevel(const struct place *p, const struct sizes *z)
+{
+	return !p->use_order && (p->flags & CM_PLACE_FM) &&
+	       !(p->flags & CM_PLACE_FLAT) && z->t >= MULTILEVEL_MIN &&
+	       z->ta > 0 && z->ta < z->t;
+}
+
+/* The starting split: multilevel, the given order cut after ta threads,
+ * or greedy growing (also the fallback when multilevel runs out of
+ * memory).  All of T starts on side B. */
+static void initial_split(struct place *p, int *T, struct sizes *z)
+{
+	for (int i = 0; i < z->t; i++)
+		p->side[T[i]] = 1;
+	z->na = z->ta;
+	if (wants_multilevel(p, z) && multilevel_split(p, T, z) == 0)
+		return;
+	if (p->use_order) {
+		for (int i = 0; i < z->ta; i++)
+			p->side[T[i]] = 0;
+		compute_gains(p, T, z->t);
+	} else {
+		grow_side_a(p, T, z->t, z->ta);
+	}
+}
+
+/* Split T into side A (first ta in the result) and B; returns |A|. */
+static int bisect(struct place *p, int *T, struct sizes *z)
+{
+	int na = 0;
+
+	initial_split(p, T, z);
+	if ((p->flags & CM_PLACE_FM) && z->t > 1) {
+		for (int pass = 0; pass < FM_PASSES; pass++)
+			if (!improved(p, fm_pass(p, T, z), 0))
+				break;
+		if (z->t < z->cap_a + z->cap_b)
+			stack_moves(p, T, z);
+	}
+	for (int i = 0; i < z->t; i++)
+		if (p->side[T[i]] == 0)
+			p->buf[na++] = T[i];
+	for (int i = 0, nb = na; i < z->t; i++)
+		if (p->side[T[i]] == 1)
+			p->buf[nb++] = T[i];
+	for (int i = 0; i < z->t; i++) {
+		p->side[p->buf[i]] = -1;
+		T[i] = p->buf[i];
+	}
+	return na;
+}
+
+/* Cut children lo..hi-1 of v in two halves of nearly equal capacity. */
+static int split_children(const struct place *p, int v, int lo, int hi)
+{
+	int first = cm_topo_node(p->topo, v)->first_child;
+	long long total = 0, left = 0, best_diff = -1;
+	int best = lo + 1;
+
+	for (int c = lo; c < hi; c++)
+		total += p->node_cap[first + c];
+	for (int mid = lo + 1; mid < hi; mid++) {
+		long long diff;
+
+		left += p->node_cap[first + mid - 1];
+		diff = llabs(2 * left - total);
+		if (best_diff < 0 || diff < best_diff) {
+			best_diff = diff;
+			best = mid;
+		}
+	}
+	return best;
+}
+
+static void place_range(struct place *p, int v, int lo, int hi, int *T,
+			int t)
+{
+	const struct cm_topo_node *node = cm_topo_node(p->topo, v);
+	struct sizes z;
+	int first = node->first_child, mid, na;
+
+	if (t == 0)
+		return;
+	if (node->pu >= 0) {
+		for (int i = 0; i < t; i++)
+			p->pu_of_thread[T[i]] = node->pu;
+		return;
+	}
+	if (hi - lo == 1) {
+		int c = first + lo;
+
+		place_range(p, c, 0, cm_topo_node(p->topo, c)->nchildren, T, t);
+		return;
+	}
+	mid = split_children(p, v, lo, hi);
+	range_quota(p->topo, p->node_cap, p->spread, v, lo, hi, t, p->quota);
+	z.t = t;
+	z.ta = 0;
+	z.cap_a = 0;
+	z.cap_b = 0;
+	for (int c = lo; c < hi; c++) {
+		if (c < mid) {
+			z.ta += p->quota[first + c];
+			z.cap_a += p->node_cap[first + c];
+		} else {
+			z.cap_b += p->node_cap[first + c];
+		}
+	}
+	na = bisect(p, T, &z);
+	place_range(p, v, lo, mid, T, na);
+	place_range(p, v, mid, hi, T + na, t - na);
+}
+
+/* ---- pairs under a cache: an exact last step -------------------------- */
+
+/* Under a node whose children are cores holding two threads each, every
+ * edge between different cores costs the node's weight, so the best
+ * arrangement of those threads is a maximum-weight perfect matching of
+ * them (SPCD §IV-B): recursive bisection only approximates it.  The set of
+ * threads under the node does not change, so nothing else does. */
+#define PAIRS_EXACT_MAX 256	/* threads; above, greedy matching + 2-opt */
+
+struct pairs_ctx {
+	const struct cm_topo *topo;
+	const struct cm_matrix *m;
+	int *pu_of_thread;
+	int n;
+	int *first, *second;	/* per node: its threads, -1 if none */
+	int *loc;		/* thread -> index in the set, -1 */
+};
+
+static int core_of_thread(const struct pairs_ctx *c, int t)
+{
+	int leaf = cm_topo_leaf_of_pu(c->topo, c->pu_of_thread[t]);
+
+	return cm_topo_node(c->topo, leaf)->parent;
+}
+
+/* Does every child of v hold exactly two threads on PUs directly below
+ * it? */
+static int node_of_pairs(const struct pairs_ctx *c, int v)
+{
+	const struct cm_topo_node *node = cm_topo_node(c->topo, v);
+
+	if (node->nchildren < 2)
+		return 0;
+	for (int k = 0; k < node->nchildren; k++) {
+		int ch = node->first_child + k;
+
+		if (cm_topo_node(c->topo, ch)->pu >= 0 || c->second[ch] < 0)
+			return 0;
+	}
+	return 1;
+}
+
+static double pair_weight(const struct pairs_ctx *c, int a, int b)
+{
+	return cm_matrix_get(c->m, a, b);
+}
+
+static int match_threads(const struct pairs_ctx *c, const int *set, int k,
+			 int *mate)
+{
+	struct cm_match_edge *edges;
+	size_t ne = 0, cap = 0;
+	int rv;
+
+	for (int i = 0; i < k; i++) {
+		const struct cm_matrix_entry *row;
+
+		cap += (size_t)cm_matrix_row(c->m, set[i], &row);
+	}
+	edges = malloc(sizeof(*edges) * (cap ? cap : 1));
+	if (!edges)
+		return -1;
+	for (int i = 0; i < k; i++) {
+		const struct cm_matrix_entry *row;
+		int deg = cm_matrix_row(c->m, set[i], &row);
+
+		for (int j = 0; j < deg; j++) {
+			int o = c->loc[row[j].col];
+
+			if (o > i) {
+				edges[ne].u = i;
+				edges[ne].v = o;
+				edges[ne++].w = row[j].w;
+			}
+		}
+	}
+	rv = k <= PAIRS_EXACT_MAX ? cm_matching_perfect(k, edges, ne, mate)
+				  : cm_matching_perfect_greedy(k, edges, ne,
+							       mate);
+	free(edges);
+	return rv;
+}
+
+/* Give pair j (by decreasing weight) the j-th core of v by increasing
+ * distance between its two slots. */
+static void assign_pairs(struct pairs_ctx *c, int v, const int *set,
+			 const int *mate)
+{
+	const struct cm_topo_node *node = cm_topo_node(c->topo, v);
+	int nc = node->nchildren, np = 0;
+	int *pa = malloc(sizeof(int) * (size_t)nc * 4);
+	int *slot_a, *slot_b, *order;
+
+	if (!pa)
+		return;
+	slot_a = pa + nc;
+	slot_b = pa + 2 * nc;
+	order = pa + 3 * nc;
+	for (int i = 0; i < 2 * nc; i++)
+		if (mate[i] > i)
+			pa[np++] = i;
+	for (int i = 0; i < nc; i++) {
+		int ch = node->first_child + i;
+
+		slot_a[i] = c->pu_of_thread[c->first[ch]];
+		slot_b[i] = c->pu_of_thread[c->second[ch]];
+		order[i] = i;
+	}
+	/* insertion sorts: both lists are short */
+	for (int i = 1; i < np; i++)
+		for (int j = i; j > 0 && pair_weight(c, set[pa[j]],
+			set[mate[pa[j]]]) > pair_weight(c, set[pa[j - 1]],
+			set[mate[pa[j - 1]]]); j--) {
+			int tmp = pa[j];
+
+			pa[j] = pa[j - 1];
+			pa[j - 1] = tmp;
+		}
+	for (int i = 1; i < nc; i++)
+		for (int j = i; j > 0 &&
+		     cm_topo_distance(c->topo, slot_a[order[j]],
+				      slot_b[order[j]]) <
+		     cm_topo_distance(c->topo, slot_a[order[j - 1]],
+				      slot_b[order[j - 1]]); j--) {
+			int tmp = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = tmp;
+		}
+	for (int j = 0; j < np; j++) {
+		c->pu_of_thread[set[pa[j]]] = slot_a[order[j]];
+		c->pu_of_thread[set[mate[pa[j]]]] = slot_b[order[j]];
+	}
+	free(pa);
+}
+
+/* Re-pair the threads under v; the heaviest pairs go to the cores whose
+ * two PUs are closest (the same PU when oversubscribed). */
+static void repair_node(struct pairs_ctx *c, int v, int *set, int *mate)
+{
+	const struct cm_topo_node *node = cm_topo_node(c->topo, v);
+	int k = 0;
+	double now = 0, then = 0;
+
+	for (int i = 0; i < node->nchildren; i++) {
+		int ch = node->first_child + i;
+
+		set[k++] = c->first[ch];
+		set[k++] = c->second[ch];
+		now += pair_weight(c, c->first[ch], c->second[ch]);
+	}
+	for (int i = 0; i < k; i++)
+		c->loc[set[i]] = i;
+	if (match_threads(c, set, k, mate) == 0) {
+		for (int i = 0; i < k; i++)
+			if (mate[i] > i)
+				then += pair_weight(c, set[i], set[mate[i]]);
+		if (then > now * (1 + 1e-12))
+			assign_pairs(c, v, set, mate);
+	}
+	for (int i = 0; i < k; i++)
+		c->loc[set[i]] = -1;
+}
+
+/* Apply repair_node() to every node of pairs; 0, or -1/ENOMEM (then the
+ * mapping is still the valid one from before). */
+static int improve_pairs(const struct cm_topo *topo,
+			 const struct cm_matrix *m, int *pu_of_thread)
+{
+	int nnodes = cm_topo_nnodes(topo), n = cm_matrix_nthreads(m);
+	struct pairs_ctx c = { .topo = topo, .m = m,
+			       .pu_of_thread = pu_of_thread, .n = n };
+	int *set = malloc(sizeof(int) * (size_t)n * 2);
+	int rv = -1;
+
+	c.first = malloc(sizeof(int) * (size_t)nnodes * 2);
+	c.loc = malloc(sizeof(int) * (size_t)n);
+	if (!set || !c.first || !c.loc)
+		goto out;
+	c.second = c.first + nnodes;
+	for (int i = 0; i < 2 * nnodes; i++)
+		c.first[i] = -1;
+	for (int t = 0; t < n; t++) {
+		int core = core_of_thread(&c, t);
+
+		c.loc[t] = -1;
+		if (c.first[core] < 0)
+			c.first[core] = t;
+		else if (c.second[core] < 0)
+			c.second[core] = t;
+		else
+			c.second[core] = n;	/* three or more: not a pair */
+	}
+	for (int i = 0; i < nnodes; i++) {
+		if (c.second[i] == n) {
+			c.first[i] = -1;
+			c.second[i] = -1;
+		}
+	}
+	for (int v = 0; v < nnodes; v++)
+		if (node_of_pairs(&c, v))
+			repair_node(&c, v, set, set + n);
+	rv = 0;
+out:
+	free(set);
+	free(c.first);
+	free(c.loc);
+	return rv;
+}
+
+static void place_free(struct place *p)
+{
+	free(p->node_cap);
+	free(p->spread);
+	free(p->quota);
+	free(p->side);
+	free(p->locked);
+	free(p->gain);
+	free(p->moves);
+	free(p->buf);
+	free(p->loc);
+	free(p->ml_side);
+	cm_heap_free(&p->heap[0]);
+	cm_heap_free(&p->heap[1]);
+}
+
+static int place_alloc(struct place *p, int n, int nnodes)
+{
+	size_t nn = (size_t)(n > 0 ? n : 1), nk = (size_t)nnodes;
+
+	p->node_cap = malloc(nk * sizeof(int));
+	p->spread = malloc(nk * sizeof(int));
+	p->quota = malloc(nk * sizeof(int));
+	p->side = malloc(nn);
+	p->locked = calloc(nn, 1);
+	p->gain = calloc(nn, sizeof(double));
+	p->moves = malloc(nn * sizeof(int));
+	p->buf = malloc(nn * sizeof(int));
+	p->loc = malloc(nn * sizeof(int));
+	p->ml_side = malloc(nn);
+	if (!p->loc || !p->ml_side ||
+	    cm_heap_init(&p->heap[0], n, p->gain) ||
+	    cm_heap_init(&p->heap[1], n, p->gain) || !p->node_cap ||
+	    !p->spread || !p->quota || !p->side || !p->locked || !p->gain ||
+	    !p->moves || !p->buf) {
+		place_free(p);
+		errno = ENOMEM;
+		return -1;
+	}
+	memset(p->side, -1, nn);
+	for (int i = 0; i < n; i++)
+		p->loc[i] = -1;
+	return 0;
+}
+
+int cm_map_place(const struct cm_topo *topo, const struct cm_matrix *m,
+		 const int *cap, const int *order, unsigned flags,
+		 int *pu_of_thread)
+{
+	return cm_map_place_seeded(topo, m, cap, order, flags, 0,
+				   pu_of_thread);
+}
+
+int cm_map_place_seeded(const struct cm_topo *topo,
+			const struct cm_matrix *m, const int *cap,
+			const int *order, unsigned flags, uint64_t seed,
+			int *pu_of_thread)
+{
+	struct place p = { .topo = topo, .m = m, .flags = flags, .seed = seed,
+			   .n = cm_matrix_nthreads(m),
+			   .use_order = order != NULL,
+			   .pu_of_thread = pu_of_thread };
+	int n = cm_matrix_nthreads(m);
+	int *T;
+
+	if (n == 0)
+		return 0;
+	if (place_alloc(&p, n, cm_topo_nnodes(topo)))
+		return -1;
+	T = malloc(sizeof(int) * (size_t)n);
+	if (!T) {
+		place_free(&p);
+		errno = ENOMEM;
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+		T[i] = order ? order[i] : i;
+	p.eps = 1e-12 * cm_matrix_max(m);
+	cm_map_node_capacity(topo, cap, p.node_cap);
+	cm_map_spread_weight(topo, p.spread);
+	place_range(&p, 0, 0, cm_topo_node(topo, 0)->nchildren, T, n);
+	free(T);
+	place_free(&p);
+	if ((flags & CM_PLACE_FM) && improve_pairs(topo, m, pu_of_thread)) {
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
+}
