@@ -1,0 +1,18 @@
+/* commands.h: the subcommands of commap.  Each takes its own argv (argv[0]
+ * is the subcommand's name), parses it with getopt_long and returns an exit
+ * code (enum cli_exit).  The *_help functions print the usage text. */
+#ifndef COMMAP_CLI_COMMANDS_H
+#define COMMAP_CLI_COMMANDS_H
+
+#include <stdio.h>
+
+int cmd_map(int argc, char *argv[]);
+void cmd_map_help(FILE *f);
+
+int cmd_cost(int argc, char *argv[]);
+void cmd_cost_help(FILE *f);
+
+int cmd_matrix(int argc, char *argv[]);
+void cmd_matrix_help(FILE *f);
+
+#endif

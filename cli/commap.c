@@ -1,3 +1,0 @@
-/* commap.c: placeholder, being written. */
-#include <stdio.h>
-int main(void) { fputs("commap: not yet built\n", stderr); return 1; }
