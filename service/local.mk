@@ -1,0 +1,88 @@
+# service/: commap-service, the central store of agent results
+# (docs/service.md).  Built only when libmicrohttpd, SQLite and munge are
+# found (HAVE_SERVICE).  The numbered migrations in sql/ are compiled into
+# the binary by service/embed-sql.sh.  The config parser and the result
+# validator are pure and unit-tested (and fuzzed) always.
+SERVICE_SQL = sql/0001_init.sql
+EXTRA_DIST += $(SERVICE_SQL) service/embed-sql.sh docs/service.md
+SERVICE_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) -I$(top_srcdir)/service \
+	-I$(top_builddir)/service
+
+service/sql_migrations.c: $(SERVICE_SQL) service/embed-sql.sh
+	$(AM_V_GEN)$(MKDIR_P) service && \
+	$(SHELL) $(srcdir)/service/embed-sql.sh $@ \
+		$(SERVICE_SQL:%=$(srcdir)/%)
+CLEANFILES += service/sql_migrations.c
+
+SERVICE_CORE = \
+	service/svc_config.h service/svc_config.c \
+	service/result_validate.h service/result_validate.c
+
+# ---- unit tests that need only jansson --------------------------------------
+SERVICE_UNIT_TESTS = \
+	tests/service/test_svc_config.t \
+	tests/service/test_result_validate.t
+check_PROGRAMS += $(SERVICE_UNIT_TESTS)
+TESTS += $(SERVICE_UNIT_TESTS)
+SERVICE_TEST_CFLAGS = $(SERVICE_CFLAGS) -I$(top_srcdir)/tests/unit
+tests_service_test_svc_config_t_SOURCES = tests/service/test_svc_config.c \
+	service/svc_config.c
+tests_service_test_svc_config_t_CFLAGS = $(SERVICE_TEST_CFLAGS)
+tests_service_test_svc_config_t_LDADD = lib/libcommap.la
+tests_service_test_result_validate_t_SOURCES = \
+	tests/service/test_result_validate.c service/result_validate.c
+tests_service_test_result_validate_t_CFLAGS = $(SERVICE_TEST_CFLAGS)
+tests_service_test_result_validate_t_LDADD = lib/libcommap.la \
+	$(JANSSON_LIBS) -lm
+
+if HAVE_SERVICE
+sbin_PROGRAMS += service/commap-service
+service_commap_service_SOURCES = $(SERVICE_CORE) \
+	service/main.c \
+	service/svc_log.h service/svc_log.c \
+	service/svc_db.h service/svc_db.c \
+	service/svc_auth.h service/svc_auth.c \
+	service/svc_metrics.h service/svc_metrics.c \
+	service/svc_api.h service/svc_api.c \
+	service/svc_http.h service/svc_http.c
+nodist_service_commap_service_SOURCES = service/sql_migrations.c
+service_commap_service_CFLAGS = $(SERVICE_CFLAGS) $(MHD_CFLAGS) \
+	$(SQLITE_CFLAGS) $(MUNGE_CFLAGS) -pthread
+service_commap_service_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DSYSCONFDIR='"$(sysconfdir)"'
+service_commap_service_LDADD = lib/libcommap.la $(MHD_LIBS) \
+	$(SQLITE_LIBS) $(MUNGE_LIBS) $(JANSSON_LIBS) -lpthread -lm
+
+SERVICE_DB_TESTS = tests/service/test_svc_db.t
+check_PROGRAMS += $(SERVICE_DB_TESTS)
+TESTS += $(SERVICE_DB_TESTS)
+tests_service_test_svc_db_t_SOURCES = tests/service/test_svc_db.c \
+	service/svc_db.c service/result_validate.c
+nodist_tests_service_test_svc_db_t_SOURCES = service/sql_migrations.c
+tests_service_test_svc_db_t_CFLAGS = $(SERVICE_TEST_CFLAGS) \
+	$(SQLITE_CFLAGS) -pthread
+tests_service_test_svc_db_t_LDADD = lib/libcommap.la $(SQLITE_LIBS) \
+	$(JANSSON_LIBS) -lpthread -lm
+
+# Integration: the real daemon on loopback, real munge, real users.
+SERVICE_INTEGRATION_TESTS = \
+	tests/service/t0600-service-api.sh \
+	tests/service/t0610-service-kill.sh
+TESTS += $(SERVICE_INTEGRATION_TESTS)
+endif
+EXTRA_DIST += tests/service/t0600-service-api.sh \
+	tests/service/t0610-service-kill.sh tests/service/service-lib.sh \
+	tests/service/upload-stream.py
+
+# Fuzz target for the upload parser (tests/fuzz/standalone_driver.c runs it
+# over tests/fuzz/corpus/result_upload/ plus mutations in make check;
+# tests/fuzz/run-libfuzzer.sh for real fuzzing).
+SERVICE_FUZZ_TESTS = tests/fuzz/fuzz_result_upload.t
+check_PROGRAMS += $(SERVICE_FUZZ_TESTS)
+TESTS += $(SERVICE_FUZZ_TESTS)
+tests_fuzz_fuzz_result_upload_t_SOURCES = tests/fuzz/fuzz_result_upload.c \
+	tests/fuzz/standalone_driver.c service/result_validate.c
+tests_fuzz_fuzz_result_upload_t_CPPFLAGS = $(AM_CPPFLAGS) \
+	-I$(top_srcdir)/service -DFUZZ_TARGET='"result_upload"'
+tests_fuzz_fuzz_result_upload_t_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_fuzz_fuzz_result_upload_t_LDADD = lib/libcommap.la $(JANSSON_LIBS) -lm

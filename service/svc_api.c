@@ -1,0 +1,427 @@
+/* svc_api.c: the /v1 endpoints, /healthz and /metrics. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "result_validate.h"
+#include "svc_api.h"
+#include "svc_log.h"
+#include "svc_metrics.h"
+
+#define LIST_LIMIT_DEFAULT 100
+#define LIST_LIMIT_MAX 1000
+#define UPLOAD_ID_MAX 128
+
+static const char JSON_TYPE[] = "application/json";
+
+static void respond_json(struct svc_api_response *rs, unsigned status,
+			 json_t *obj)
+{
+	char *text = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+
+	json_decref(obj);
+	if (!text) {
+		rs->status = 500;
+		rs->body = strdup("{\"error\":\"out of memory\"}\n");
+		rs->body_len = rs->body ? strlen(rs->body) : 0;
+		rs->content_type = JSON_TYPE;
+		return;
+	}
+	rs->status = status;
+	rs->body_len = strlen(text);
+	/* Room for the newline curl users like to see. */
+	rs->body = realloc(text, rs->body_len + 2);
+	if (!rs->body) {
+		rs->body = text;
+	} else {
+		rs->body[rs->body_len++] = '\n';
+		rs->body[rs->body_len] = '\0';
+	}
+	rs->content_type = JSON_TYPE;
+}
+
+void svc_api_error(struct svc_api_response *rs, unsigned status,
+		   const char *fmt, ...)
+{
+	char text[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	respond_json(rs, status, json_pack("{s:s}", "error", text));
+}
+
+/* Map a storage failure: busy/full are transient (503: retry later). */
+static void db_failure(struct svc_api_response *rs, const struct cm_error *e)
+{
+	svc_log(SVC_LOG_ERROR, "%s", e->text);
+	if (errno == EBUSY || errno == ENOSPC)
+		svc_api_error(rs, 503, "storage busy or full, retry later");
+	else
+		svc_api_error(rs, 500, "storage error");
+}
+
+enum svc_route_auth svc_api_route_auth(const char *method, const char *path)
+{
+	if (strcmp(path, "/healthz") == 0 || strcmp(path, "/metrics") == 0)
+		return SVC_ROUTE_PUBLIC;
+	if (strcmp(path, "/v1/results") == 0 && strcmp(method, "POST") == 0)
+		return SVC_ROUTE_WRITER;
+	return SVC_ROUTE_READER;
+}
+
+/* Admins read everything; others their own results only. */
+static int64_t owner_of(const struct svc_caller *c)
+{
+	return c->is_admin ? -1 : (int64_t)c->uid;
+}
+
+static int upload_id_valid(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	if (n == 0 || n > UPLOAD_ID_MAX)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("._:-", s[i]))
+			return 0;
+	return 1;
+}
+
+static void post_result(const struct svc_api *api,
+			const struct svc_api_request *rq,
+			struct svc_api_response *rs)
+{
+	struct svc_result_ident id;
+	struct cm_error e = { "" };
+	enum svc_store_outcome outcome;
+	struct svc_db *db;
+	json_t *doc;
+	char *canon;
+	int64_t row = 0;
+	int rc;
+
+	if (rq->body_too_large) {
+		svc_api_error(rs, 400, "body: more than max_body (%zu bytes)",
+			      api->config->max_body);
+		return;
+	}
+	if (rq->upload_id && !upload_id_valid(rq->upload_id)) {
+		svc_api_error(rs, 400,
+			      "X-Commap-Upload-Id: expected 1-%d characters of A-Z a-z 0-9 . _ : -",
+			      UPLOAD_ID_MAX);
+		return;
+	}
+	if (svc_result_parse(rq->body, rq->body_len, api->config->max_body,
+			     &doc, &id, &e) < 0) {
+		svc_api_error(rs, 400, "%s", e.text);
+		return;
+	}
+	/* Sorted keys: a retried upload compares equal byte for byte. */
+	canon = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+	if (!canon) {
+		json_decref(doc);
+		svc_api_error(rs, 500, "out of memory");
+		return;
+	}
+	db = svc_db_pool_get(api->pool);
+	rc = svc_db_store(db, &id, rq->upload_id, rq->caller->uid, canon, &row,
+			  &outcome, &e);
+	svc_db_pool_put(api->pool, db);
+	free(canon);
+	if (rc < 0) {
+		db_failure(rs, &e);
+	} else if (outcome == SVC_STORE_CONFLICT) {
+		respond_json(rs, 409, json_pack("{s:s, s:I}", "error",
+			"a different result is already stored for this job step and node (or upload id)",
+			"id", (json_int_t)row));
+	} else {
+		respond_json(rs, outcome == SVC_STORE_NEW ? 201 : 200,
+			     json_pack("{s:I, s:s}", "id", (json_int_t)row,
+				       "status", outcome == SVC_STORE_NEW ?
+				       "stored" : "duplicate"));
+	}
+	json_decref(doc);
+}
+
+static const char *query_get(const struct svc_api_request *rq,
+			     const char *key)
+{
+	return json_string_value(json_object_get(rq->query, key));
+}
+
+/* Reject query parameters the endpoint does not know (typos would
+ * otherwise silently widen a listing). */
+static int query_check(const struct svc_api_request *rq,
+		       const char *const *known, struct svc_api_response *rs)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach((json_t *)rq->query, key, v) {
+		const char *const *k;
+
+		for (k = known; *k && strcmp(*k, key) != 0; k++)
+			;
+		if (!*k) {
+			svc_api_error(rs, 400, "%s: unknown query parameter",
+				      key);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int query_limit(const struct svc_api_request *rq, int *limit,
+		       struct svc_api_response *rs)
+{
+	const char *s = query_get(rq, "limit");
+	char *end;
+	long v;
+
+	*limit = LIST_LIMIT_DEFAULT;
+	if (!s)
+		return 0;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (!isdigit((unsigned char)*s) || *end || errno || v < 1 ||
+	    v > LIST_LIMIT_MAX) {
+		svc_api_error(rs, 400, "limit: '%.32s' is not in [1, %d]", s,
+			      LIST_LIMIT_MAX);
+		return -1;
+	}
+	*limit = (int)v;
+	return 0;
+}
+
+/* since/until: YYYY-MM-DD or a UTC time, normalised to the stored form. */
+static int query_time(const struct svc_api_request *rq, const char *key,
+		      char out[21], const char **value,
+		      struct svc_api_response *rs)
+{
+	const char *s = query_get(rq, key);
+	char tmp[32];
+
+	*value = NULL;
+	if (!s)
+		return 0;
+	if (strlen(s) == 10) {
+		snprintf(tmp, sizeof(tmp), "%sT00:00:00Z", s);
+		s = tmp;
+	}
+	if (!svc_timestamp_valid(s, out)) {
+		svc_api_error(rs, 400,
+			      "%s: expected YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ",
+			      key);
+		return -1;
+	}
+	*value = out;
+	return 0;
+}
+
+static void list_jobs(const struct svc_api *api,
+		      const struct svc_api_request *rq,
+		      struct svc_api_response *rs)
+{
+	static const char *const known[] = {
+		"user", "app", "since", "until", "limit", NULL,
+	};
+	struct svc_job_filter f = { 0 };
+	char since[21], until[21];
+	struct cm_error e = { "" };
+	struct svc_db *db;
+	json_t *out;
+
+	if (query_check(rq, known, rs) < 0 || query_limit(rq, &f.limit, rs) ||
+	    query_time(rq, "since", since, &f.since, rs) < 0 ||
+	    query_time(rq, "until", until, &f.until, rs) < 0)
+		return;
+	f.owner_uid = owner_of(rq->caller);
+	f.user = query_get(rq, "user");
+	f.app = query_get(rq, "app");
+	db = svc_db_pool_get(api->pool);
+	out = svc_db_list_jobs(db, &f, &e);
+	svc_db_pool_put(api->pool, db);
+	if (!out)
+		db_failure(rs, &e);
+	else
+		respond_json(rs, 200, out);
+}
+
+static void list_apps(const struct svc_api *api,
+		      const struct svc_api_request *rq,
+		      struct svc_api_response *rs)
+{
+	static const char *const known[] = { "limit", NULL };
+	struct cm_error e = { "" };
+	struct svc_db *db;
+	json_t *out;
+	int limit;
+
+	if (query_check(rq, known, rs) < 0 || query_limit(rq, &limit, rs))
+		return;
+	db = svc_db_pool_get(api->pool);
+	out = svc_db_list_apps(db, owner_of(rq->caller), limit, &e);
+	svc_db_pool_put(api->pool, db);
+	if (!out)
+		db_failure(rs, &e);
+	else
+		respond_json(rs, 200, out);
+}
+
+/* A decimal id in [0, 2^32) (job) or [1, 2^62] (result). */
+static int parse_id(const char *s, long long max, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	if (!isdigit((unsigned char)*s) || strlen(s) > 19)
+		return -1;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (*end || errno || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static void get_job(const struct svc_api *api,
+		    const struct svc_api_request *rq, const char *arg,
+		    struct svc_api_response *rs)
+{
+	static const char *const known[] = { "documents", NULL };
+	const char *docs = query_get(rq, "documents");
+	struct cm_error e = { "" };
+	struct svc_db *db;
+	int64_t job;
+	int status;
+	json_t *out;
+
+	if (query_check(rq, known, rs) < 0)
+		return;
+	if (parse_id(arg, 4294967295LL, &job) < 0) {
+		svc_api_error(rs, 400, "job: '%.32s' is not a job id", arg);
+		return;
+	}
+	if (docs && strcmp(docs, "0") != 0 && strcmp(docs, "1") != 0) {
+		svc_api_error(rs, 400, "documents: expected 0 or 1");
+		return;
+	}
+	db = svc_db_pool_get(api->pool);
+	out = svc_db_job(db, job, owner_of(rq->caller),
+			 !docs || strcmp(docs, "1") == 0, &status, &e);
+	svc_db_pool_put(api->pool, db);
+	if (status == 404)
+		svc_api_error(rs, 404, "job %lld: not found", (long long)job);
+	else if (status == 403)
+		svc_api_error(rs, 403, "job %lld: not yours", (long long)job);
+	else if (!out)
+		db_failure(rs, &e);
+	else
+		respond_json(rs, 200, out);
+}
+
+static void get_result(const struct svc_api *api,
+		       const struct svc_api_request *rq, const char *arg,
+		       struct svc_api_response *rs)
+{
+	static const char *const known[] = { NULL };
+	struct cm_error e = { "" };
+	struct svc_db *db;
+	int64_t id;
+	int status;
+	json_t *out;
+
+	if (query_check(rq, known, rs) < 0)
+		return;
+	if (parse_id(arg, 1LL << 62, &id) < 0) {
+		svc_api_error(rs, 400, "result: '%.32s' is not a result id",
+			      arg);
+		return;
+	}
+	db = svc_db_pool_get(api->pool);
+	out = svc_db_result(db, id, owner_of(rq->caller), &status, &e);
+	svc_db_pool_put(api->pool, db);
+	if (status == 404)
+		svc_api_error(rs, 404, "result %lld: not found", (long long)id);
+	else if (status == 403)
+		svc_api_error(rs, 403, "result %lld: not yours", (long long)id);
+	else if (!out)
+		db_failure(rs, &e);
+	else
+		respond_json(rs, 200, out);
+}
+
+static void healthz(const struct svc_api *api, struct svc_api_response *rs)
+{
+	struct svc_db *db = svc_db_pool_get(api->pool);
+	int version = svc_db_schema_version(db);
+
+	svc_db_pool_put(api->pool, db);
+	if (version < 0)
+		respond_json(rs, 503, json_pack("{s:s}", "status",
+						"database unavailable"));
+	else
+		respond_json(rs, 200, json_pack("{s:s, s:i}", "status", "ok",
+						"schema_version", version));
+}
+
+static void metrics(const struct svc_api *api, struct svc_api_response *rs)
+{
+	rs->body = svc_metrics_render(api->config->database, &rs->body_len);
+	if (!rs->body) {
+		svc_api_error(rs, 500, "out of memory");
+		return;
+	}
+	rs->status = 200;
+	rs->content_type = "text/plain; version=0.0.4";
+}
+
+static int method_is(const struct svc_api_request *rq, const char *m,
+		     struct svc_api_response *rs)
+{
+	if (strcmp(rq->method, m) == 0 ||
+	    (strcmp(m, "GET") == 0 && strcmp(rq->method, "HEAD") == 0))
+		return 1;
+	svc_api_error(rs, 405, "%s: method %s not allowed", rq->path,
+		      rq->method);
+	rs->allow = strcmp(m, "GET") == 0 ? "GET, HEAD" : m;
+	return 0;
+}
+
+void svc_api_handle(const struct svc_api *api,
+		    const struct svc_api_request *rq,
+		    struct svc_api_response *rs)
+{
+	const char *p = rq->path;
+
+	memset(rs, 0, sizeof(*rs));
+	if (strcmp(p, "/healthz") == 0) {
+		if (method_is(rq, "GET", rs))
+			healthz(api, rs);
+	} else if (strcmp(p, "/metrics") == 0) {
+		if (method_is(rq, "GET", rs))
+			metrics(api, rs);
+	} else if (strcmp(p, "/v1/results") == 0) {
+		if (method_is(rq, "POST", rs))
+			post_result(api, rq, rs);
+	} else if (strncmp(p, "/v1/results/", 12) == 0) {
+		if (method_is(rq, "GET", rs))
+			get_result(api, rq, p + 12, rs);
+	} else if (strcmp(p, "/v1/jobs") == 0) {
+		if (method_is(rq, "GET", rs))
+			list_jobs(api, rq, rs);
+	} else if (strncmp(p, "/v1/jobs/", 9) == 0) {
+		if (method_is(rq, "GET", rs))
+			get_job(api, rq, p + 9, rs);
+	} else if (strcmp(p, "/v1/apps") == 0) {
+		if (method_is(rq, "GET", rs))
+			list_apps(api, rq, rs);
+	} else {
+		svc_api_error(rs, 404, "%.200s: no such endpoint", p);
+	}
+}

@@ -1,0 +1,91 @@
+/* svc_db.h: the service's SQLite storage (docs/service.md, sql/).
+ *
+ * One struct svc_db is one connection with its prepared statements, used by
+ * one thread at a time; a pool hands them to the HTTP worker threads.
+ * Opening applies the numbered migrations (embedded from sql/ at build
+ * time) in one transaction, recorded in the schema_version table.
+ * Functions return 0 (or an object) on success, -1 (or NULL) with errno
+ * and a message in err.
+ */
+#ifndef COMMAP_SVC_DB_H
+#define COMMAP_SVC_DB_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "commap/error.h"
+#include "result_validate.h"
+
+struct svc_migration {
+	unsigned version;
+	const char *name;
+	const char *sql;
+};
+
+/* Generated from sql/NNNN_*.sql by service/embed-sql.sh. */
+extern const struct svc_migration svc_migrations[];
+extern const unsigned svc_n_migrations;
+
+struct svc_db;
+struct svc_db_pool;
+
+/* Open or create the database at path (WAL, busy timeout, foreign keys,
+ * synchronous NORMAL or FULL) and bring its schema up to date.  Refuses a
+ * database whose schema is newer than this program (EPROTO). */
+struct svc_db *svc_db_open(const char *path, int sync_full,
+			   struct cm_error *err);
+void svc_db_close(struct svc_db *db);
+
+/* The version recorded in schema_version, or -1. */
+int svc_db_schema_version(struct svc_db *db);
+
+enum svc_store_outcome {
+	SVC_STORE_NEW,		/* stored: 201 */
+	SVC_STORE_DUPLICATE,	/* the same document was already stored */
+	SVC_STORE_CONFLICT,	/* same step/node or upload id, other data */
+};
+
+/* Store a validated result (document: its canonical JSON text) in one
+ * committed transaction; *row_id is the new or existing row. */
+int svc_db_store(struct svc_db *db, const struct svc_result_ident *id,
+		 const char *upload_id, uint32_t uploader_uid,
+		 const char *document, int64_t *row_id,
+		 enum svc_store_outcome *outcome, struct cm_error *err);
+
+/* owner_uid: only results of this uid; -1 for all (admins). */
+struct svc_job_filter {
+	int64_t owner_uid;
+	const char *user;	/* NULL: any */
+	const char *app;	/* basename or full executable path */
+	const char *since;	/* started_at >= since */
+	const char *until;	/* started_at < until */
+	int limit;
+};
+
+/* {"jobs": [...]} newest first. */
+json_t *svc_db_list_jobs(struct svc_db *db, const struct svc_job_filter *f,
+			 struct cm_error *err);
+
+/* {"apps": [...]} most recently run first. */
+json_t *svc_db_list_apps(struct svc_db *db, int64_t owner_uid, int limit,
+			 struct cm_error *err);
+
+/* A job's results and summary; *status is 200, 403 (no result of the job
+ * is the owner's) or 404 (unknown job, NULL returned). */
+json_t *svc_db_job(struct svc_db *db, int64_t job, int64_t owner_uid,
+		   int with_documents, int *status, struct cm_error *err);
+
+/* One stored result with its document; *status 200, 403 or 404. */
+json_t *svc_db_result(struct svc_db *db, int64_t id, int64_t owner_uid,
+		      int *status, struct cm_error *err);
+
+/* n connections to path; writes are serialised by a mutex in the pool so
+ * worker threads do not spin on SQLite's busy handler. */
+struct svc_db_pool *svc_db_pool_open(const char *path, unsigned n,
+				     int sync_full, struct cm_error *err);
+struct svc_db *svc_db_pool_get(struct svc_db_pool *pool);
+void svc_db_pool_put(struct svc_db_pool *pool, struct svc_db *db);
+void svc_db_pool_close(struct svc_db_pool *pool);
+
+#endif

@@ -1,0 +1,327 @@
+/* svc_http.c: libmicrohttpd glue.  On a request's first call (headers
+ * only) the caller is authenticated and the body size checked, so a
+ * refused upload is answered before its body is read; then the body is
+ * collected (bounded by max_body) and the request handed to svc_api. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <microhttpd.h>
+
+#include "svc_http.h"
+#include "svc_log.h"
+#include "svc_metrics.h"
+
+#define PATH_MAX_LOG 256
+
+struct svc_http {
+	struct MHD_Daemon *daemon;
+	const struct svc_config *config;
+	const struct svc_auth *auth;
+	struct svc_api api;
+	unsigned port;
+};
+
+struct request {
+	struct timespec start;
+	char method[16];
+	char path[PATH_MAX_LOG];
+	int is_upload;
+	int authenticated;
+	struct svc_caller caller;
+	char *body;
+	size_t len, cap;
+	int too_large;
+	int responded;
+	unsigned status;
+};
+
+static double seconds_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) +
+	       (double)(t.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+static enum MHD_Result send_response(struct MHD_Connection *conn,
+				     struct request *rq,
+				     struct svc_api_response *rs)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	resp = MHD_create_response_from_buffer(rs->body_len, rs->body,
+					       MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(rs->body);
+		return MHD_NO;
+	}
+	if (rs->content_type)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+					rs->content_type);
+	if (rs->allow)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
+					rs->allow);
+	if (rs->status == 401)
+		MHD_add_response_header(resp, "WWW-Authenticate", "munge");
+	ret = MHD_queue_response(conn, rs->status, resp);
+	MHD_destroy_response(resp);
+	rq->responded = 1;
+	rq->status = rs->status;
+	return ret;
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *conn,
+				  struct request *rq, unsigned status,
+				  const char *text)
+{
+	struct svc_api_response rs = { 0 };
+
+	svc_api_error(&rs, status, "%s", text);
+	return send_response(conn, rq, &rs);
+}
+
+/* First call: who is it, may they, and is the announced body too big? */
+static enum MHD_Result request_begin(struct svc_http *h,
+				     struct MHD_Connection *conn,
+				     struct request *rq)
+{
+	enum svc_route_auth need = svc_api_route_auth(rq->method, rq->path);
+	const char *cred, *clen;
+	struct cm_error e = { "" };
+
+	if (need == SVC_ROUTE_PUBLIC)
+		return MHD_YES;
+	cred = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					   "X-Munge-Credential");
+	if (svc_auth_decode(h->auth, cred, &rq->caller, &e) < 0)
+		return send_error(conn, rq, errno == EAGAIN ? 503 : 401,
+				  e.text);
+	rq->authenticated = 1;
+	if (need == SVC_ROUTE_WRITER && !rq->caller.is_writer) {
+		snprintf(e.text, sizeof(e.text),
+			 "uid %u (%s) may not upload results (writers: root, the Slurm user, 'writers')",
+			 rq->caller.uid,
+			 rq->caller.user[0] ? rq->caller.user : "?");
+		return send_error(conn, rq, 403, e.text);
+	}
+	clen = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					   MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (clen) {
+		unsigned long long n = strtoull(clen, NULL, 10);
+
+		if (n > h->config->max_body) {
+			snprintf(e.text, sizeof(e.text),
+				 "body: %llu bytes is more than max_body (%zu)",
+				 n, h->config->max_body);
+			return send_error(conn, rq, 400, e.text);
+		}
+		rq->cap = (size_t)n;
+	}
+	return MHD_YES;
+}
+
+static void request_append(struct svc_http *h, struct request *rq,
+			   const char *data, size_t n)
+{
+	if (rq->too_large)
+		return;
+	if (n > h->config->max_body - rq->len) {
+		rq->too_large = 1;
+		free(rq->body);
+		rq->body = NULL;
+		rq->len = 0;
+		return;
+	}
+	if (!rq->body || rq->len + n > rq->cap) {
+		size_t cap = rq->cap > rq->len + n ? rq->cap : rq->len + n;
+		char *b;
+
+		if (cap < 2 * rq->len)
+			cap = 2 * rq->len;
+		b = realloc(rq->body, cap);
+		if (!b) {
+			rq->too_large = 1;
+			free(rq->body);
+			rq->body = NULL;
+			rq->len = 0;
+			return;
+		}
+		rq->body = b;
+		rq->cap = cap;
+	}
+	memcpy(rq->body + rq->len, data, n);
+	rq->len += n;
+}
+
+static enum MHD_Result add_query_arg(void *cls, enum MHD_ValueKind kind,
+				     const char *key, const char *value)
+{
+	json_object_set_new(cls, key, json_string(value ? value : ""));
+	return MHD_YES;
+}
+
+static enum MHD_Result request_finish(struct svc_http *h,
+				      struct MHD_Connection *conn,
+				      struct request *rq)
+{
+	struct svc_api_request arq = { 0 };
+	struct svc_api_response rs;
+	json_t *query = json_object();
+
+	if (!query)
+		return MHD_NO;
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_query_arg,
+				  query);
+	arq.method = rq->method;
+	arq.path = rq->path;
+	arq.query = query;
+	arq.upload_id = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						    "X-Commap-Upload-Id");
+	arq.body = rq->body;
+	arq.body_len = rq->len;
+	arq.body_too_large = rq->too_large;
+	arq.caller = rq->authenticated ? &rq->caller : NULL;
+	svc_api_handle(&h->api, &arq, &rs);
+	json_decref(query);
+	return send_response(conn, rq, &rs);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
+				  const char *url, const char *method,
+				  const char *version, const char *upload_data,
+				  size_t *upload_data_size, void **req_cls)
+{
+	struct svc_http *h = cls;
+	struct request *rq = *req_cls;
+
+	if (!rq) {
+		rq = calloc(1, sizeof(*rq));
+		if (!rq)
+			return MHD_NO;
+		*req_cls = rq;
+		clock_gettime(CLOCK_MONOTONIC, &rq->start);
+		snprintf(rq->method, sizeof(rq->method), "%s", method);
+		if (strlen(url) >= sizeof(rq->path))
+			return send_error(conn, rq, 404, "path too long");
+		strcpy(rq->path, url);
+		rq->is_upload = strcmp(method, "POST") == 0 &&
+				strcmp(url, "/v1/results") == 0;
+		return request_begin(h, conn, rq);
+	}
+	if (*upload_data_size) {
+		if (!rq->responded)
+			request_append(h, rq, upload_data, *upload_data_size);
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (rq->responded)
+		return MHD_YES;
+	return request_finish(h, conn, rq);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn,
+			 void **req_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct request *rq = *req_cls;
+	double dt;
+
+	if (!rq)
+		return;
+	dt = seconds_since(&rq->start);
+	if (rq->status)
+		svc_metrics_request(rq->status, dt, rq->is_upload);
+	svc_log(SVC_LOG_DEBUG, "%s %s %u uid=%ld %zu bytes %.3f ms%s",
+		rq->method, rq->path, rq->status,
+		rq->authenticated ? (long)rq->caller.uid : -1L, rq->len,
+		dt * 1e3, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" :
+		" (connection ended early)");
+	free(rq->body);
+	free(rq);
+	*req_cls = NULL;
+}
+
+static void __attribute__((format(printf, 2, 0)))
+mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char line[512];
+	size_t n;
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	while (n && line[n - 1] == '\n')
+		line[--n] = '\0';
+	svc_log(SVC_LOG_WARNING, "http: %s", line);
+}
+
+struct svc_http *svc_http_start(const struct svc_config *config,
+				struct svc_db_pool *pool,
+				const struct svc_auth *auth,
+				struct cm_error *err)
+{
+	struct svc_http *h = calloc(1, sizeof(*h));
+	struct sockaddr_in6 a6 = { 0 };
+	struct sockaddr_in a4 = { 0 };
+	struct sockaddr *sa;
+	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+	const union MHD_DaemonInfo *info;
+
+	if (!h) {
+		cm_errorf(err, ENOMEM, "out of memory");
+		return NULL;
+	}
+	h->config = config;
+	h->auth = auth;
+	h->api.config = config;
+	h->api.pool = pool;
+	if (inet_pton(AF_INET, config->listen_host, &a4.sin_addr) == 1) {
+		a4.sin_family = AF_INET;
+		a4.sin_port = htons((uint16_t)config->listen_port);
+		sa = (struct sockaddr *)&a4;
+	} else {
+		inet_pton(AF_INET6, config->listen_host, &a6.sin6_addr);
+		a6.sin6_family = AF_INET6;
+		a6.sin6_port = htons((uint16_t)config->listen_port);
+		sa = (struct sockaddr *)&a6;
+		flags |= MHD_USE_IPv6;
+	}
+	h->daemon = MHD_start_daemon(flags, (uint16_t)config->listen_port,
+			NULL, NULL, on_request, h,
+			MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
+			MHD_OPTION_SOCK_ADDR, sa,
+			MHD_OPTION_THREAD_POOL_SIZE, (unsigned)config->threads,
+			MHD_OPTION_CONNECTION_LIMIT,
+			(unsigned)config->max_connections,
+			MHD_OPTION_CONNECTION_TIMEOUT,
+			(unsigned)config->timeout_s,
+			MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+			MHD_OPTION_END);
+	if (!h->daemon) {
+		cm_errorf(err, EADDRNOTAVAIL, "listen: cannot serve on %s:%u",
+			  config->listen_host, config->listen_port);
+		free(h);
+		return NULL;
+	}
+	info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+	h->port = info ? info->port : config->listen_port;
+	return h;
+}
+
+unsigned svc_http_port(const struct svc_http *h)
+{
+	return h->port;
+}
+
+void svc_http_stop(struct svc_http *h)
+{
+	if (!h)
+		return;
+	MHD_stop_daemon(h->daemon);
+	free(h);
+}

@@ -1,0 +1,98 @@
+/* svc_metrics.c: lock-free counters shared by the HTTP worker threads. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "svc_metrics.h"
+
+static const double latency_bounds[] = {
+	0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+	2.5, 5,
+};
+#define N_BOUNDS (sizeof(latency_bounds) / sizeof(latency_bounds[0]))
+
+static atomic_ullong uploads_total;
+static atomic_ullong upload_errors_total;
+static atomic_ullong requests_by_code[600];
+static atomic_ullong latency_bucket[N_BOUNDS + 1];	/* last: +Inf */
+static atomic_ullong latency_sum_us;
+
+void svc_metrics_request(unsigned status, double seconds, int is_upload)
+{
+	size_t b = 0;
+
+	if (status < 600)
+		atomic_fetch_add(&requests_by_code[status], 1);
+	if (is_upload && (status == 200 || status == 201))
+		atomic_fetch_add(&uploads_total, 1);
+	else if (is_upload)
+		atomic_fetch_add(&upload_errors_total, 1);
+	while (b < N_BOUNDS && seconds > latency_bounds[b])
+		b++;
+	atomic_fetch_add(&latency_bucket[b], 1);
+	atomic_fetch_add(&latency_sum_us,
+			 (unsigned long long)(seconds * 1e6 + 0.5));
+}
+
+static long long file_size(const char *path, const char *suffix)
+{
+	char p[4096];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s%s", path, suffix);
+	return stat(p, &st) == 0 ? (long long)st.st_size : 0;
+}
+
+char *svc_metrics_render(const char *db_path, size_t *len)
+{
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&buf, &size);
+	unsigned long long cum = 0;
+	size_t i;
+
+	if (!f)
+		return NULL;
+	fprintf(f, "# HELP commap_uploads_total Results stored or re-acknowledged.\n"
+		"# TYPE commap_uploads_total counter\n"
+		"commap_uploads_total %llu\n", atomic_load(&uploads_total));
+	fprintf(f, "# HELP commap_upload_errors_total Uploads refused (4xx/5xx).\n"
+		"# TYPE commap_upload_errors_total counter\n"
+		"commap_upload_errors_total %llu\n",
+		atomic_load(&upload_errors_total));
+	fprintf(f, "# HELP commap_http_requests_total Requests by status code.\n"
+		"# TYPE commap_http_requests_total counter\n");
+	for (i = 100; i < 600; i++) {
+		unsigned long long n = atomic_load(&requests_by_code[i]);
+
+		if (n)
+			fprintf(f, "commap_http_requests_total{code=\"%zu\"} %llu\n",
+				i, n);
+	}
+	fprintf(f, "# HELP commap_db_size_bytes Database file plus its WAL.\n"
+		"# TYPE commap_db_size_bytes gauge\n"
+		"commap_db_size_bytes %lld\n",
+		file_size(db_path, "") + file_size(db_path, "-wal"));
+	fprintf(f, "# HELP commap_http_request_duration_seconds Request latency.\n"
+		"# TYPE commap_http_request_duration_seconds histogram\n");
+	for (i = 0; i <= N_BOUNDS; i++) {
+		cum += atomic_load(&latency_bucket[i]);
+		if (i < N_BOUNDS)
+			fprintf(f, "commap_http_request_duration_seconds_bucket{le=\"%g\"} %llu\n",
+				latency_bounds[i], cum);
+		else
+			fprintf(f, "commap_http_request_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
+				cum);
+	}
+	fprintf(f, "commap_http_request_duration_seconds_sum %.6f\n"
+		"commap_http_request_duration_seconds_count %llu\n",
+		atomic_load(&latency_sum_us) / 1e6, cum);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	*len = size;
+	return buf;
+}

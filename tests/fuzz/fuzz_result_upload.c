@@ -1,0 +1,85 @@
+/* fuzz_result_upload.c: the service's upload parser and validator
+ * (service/result_validate.c) on arbitrary bytes.
+ *
+ * Invariants: a refused body gets a message naming a field or the body
+ * ("PATH: problem"); an accepted one has every edge inside its thread
+ * array with i < j and a finite weight >= 0, and its canonical form (what
+ * the service stores) is accepted again with the same indexed fields.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "result_validate.h"
+
+#define FUZZ_MAX_BODY (1 << 20)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check(int cond, const char *what)
+{
+	if (!cond) {
+		fprintf(stderr, "fuzz invariant violated: %s\n", what);
+		abort();
+	}
+}
+
+static void check_edges(const json_t *doc, size_t n)
+{
+	const json_t *e;
+	size_t k;
+
+	json_array_foreach(json_object_get(doc, "edges"), k, e) {
+		json_int_t i = json_integer_value(json_array_get(e, 0));
+		json_int_t j = json_integer_value(json_array_get(e, 1));
+		double w = json_number_value(json_array_get(e, 2));
+
+		check(i >= 0 && i < j && (size_t)j < n, "edge indices");
+		check(isfinite(w) && w >= 0, "edge weight");
+	}
+}
+
+static void check_round_trip(const json_t *doc,
+			     const struct svc_result_ident *id)
+{
+	struct svc_result_ident id2;
+	struct cm_error e = { "" };
+	char *canon = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+	json_t *doc2 = NULL;
+
+	check(canon != NULL, "canonical dump");
+	check(svc_result_parse(canon, strlen(canon), SIZE_MAX, &doc2, &id2,
+			       &e) == 0, "canonical form accepted again");
+	check(id2.job == id->job && id2.step == id->step &&
+	      id2.uid == id->uid && id2.n_threads == id->n_threads &&
+	      id2.n_edges == id->n_edges &&
+	      strcmp(id2.node, id->node) == 0 &&
+	      strcmp(id2.started_at, id->started_at) == 0,
+	      "same indexed fields after the round trip");
+	json_decref(doc2);
+	free(canon);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct svc_result_ident id;
+	struct cm_error e = { "" };
+	json_t *doc = NULL;
+
+	if (svc_result_parse(data, size, FUZZ_MAX_BODY, &doc, &id, &e) < 0) {
+		check(doc == NULL, "no document on failure");
+		check(strstr(e.text, ": ") != NULL,
+		      "the message names a field or the body");
+		return 0;
+	}
+	check(id.n_threads == json_array_size(json_object_get(doc,
+							      "threads")),
+	      "thread count");
+	check(id.job >= -1 && id.step >= -1 && id.app && *id.app, "identity");
+	check_edges(doc, id.n_threads);
+	check_round_trip(doc, &id);
+	json_decref(doc);
+	return 0;
+}

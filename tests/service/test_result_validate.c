@@ -1,0 +1,303 @@
+/* test_result_validate.c: the upload validator (service/result_validate.c)
+ * on a valid result and on one defect at a time. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "result_validate.h"
+#include "tap.h"
+
+static const char valid_doc[] =
+	"{\"format\": \"commap-result\", \"version\": 1,"
+	" \"identity\": {\"job\": 42, \"step\": 0, \"node\": \"vm\","
+	"  \"user\": \"alice\", \"uid\": 1000,"
+	"  \"executable\": \"/home/alice/app\", \"exe_hash\": \"sha256:ab\","
+	"  \"argv\": [\"./app\", \"-n\", \"8\"], \"ranks\": 2, \"threads\": 3},"
+	" \"mode\": \"dynamic\", \"backend\": \"sample\","
+	" \"started_at\": \"2026-11-22T14:00:00.25Z\","
+	" \"ended_at\": \"2026-11-22T14:01:10Z\","
+	" \"topology\": {\"cpuset\": \"0-15\", \"pus\": 16,"
+	"  \"synthetic\": \"pack:1 l3:2 core:4 pu:2\", \"dry_run\": false},"
+	" \"threads\": [{\"rank\": 0, \"index\": 0, \"tid\": 1234, \"pid\": 1234,"
+	"  \"cpu_s\": 12.5}, {\"rank\": 0, \"index\": 1, \"tid\": 1235},"
+	"  {\"rank\": null, \"index\": 2, \"tid\": 1236}],"
+	" \"edges\": [[0, 1, 153.0], [1, 2, 0], [0, 2, 7]],"
+	" \"timeline\": [{\"t\": 0.2, \"pu_of_thread\": [0, 1, -1],"
+	"  \"cost\": 12.0, \"reason\": \"initial\"},"
+	"  {\"t\": 1, \"pu_of_thread\": [2, 3, 4], \"cost\": 9.5}],"
+	" \"migrations\": [{\"t\": 0.2, \"thread\": 1, \"from\": 3, \"to\": 1}],"
+	" \"stats\": {\"samples\": 19960, \"lost\": 0, \"mapping_ms\": 0.8,"
+	"  \"future_counter\": \"x\"},"
+	" \"unknown_extra\": {\"ignored\": true}}";
+
+/* Set (or delete, value NULL) the member at a dotted path such as
+ * "edges.3.2" in doc, then expect the validator to refuse it with want. */
+struct edit {
+	const char *path;
+	const char *value;
+	const char *want;
+};
+
+static const struct edit edits[] = {
+	{ "format", "\"commap-matrix\"", "format: expected \"commap-result\"" },
+	{ "format", NULL, "format: missing" },
+	{ "version", "2", "version: not supported" },
+	{ "version", "\"1\"", "version: not supported" },
+	{ "identity", NULL, "identity: missing" },
+	{ "identity", "[]", "identity: expected an object" },
+	{ "identity.job", "-1", "identity.job: -1 is out of range" },
+	{ "identity.job", "4294967296", "identity.job: 4294967296 is out of range" },
+	{ "identity.job", "\"42\"", "identity.job: expected an integer" },
+	{ "identity.job", "null", "identity.step: must be null exactly when" },
+	{ "identity.step", NULL, "identity.step: missing" },
+	{ "identity.step", "1.5", "identity.step: expected an integer" },
+	{ "identity.node", "\"\"", "identity.node: is empty" },
+	{ "identity.node", "7", "identity.node: expected a string" },
+	{ "identity.node", "\"a\\u0000b\"", "identity.node: contains a NUL" },
+	{ "identity.user", NULL, "identity.user: missing" },
+	{ "identity.uid", "-5", "identity.uid: -5 is out of range" },
+	{ "identity.uid", "4294967295", "identity.uid: 4294967295 is out of range" },
+	{ "identity.uid", "true", "identity.uid: expected an integer" },
+	{ "identity.executable", "\"/usr/bin/\"", "identity.executable: ends with '/'" },
+	{ "identity.exe_hash", "5", "identity.exe_hash: expected a string" },
+	{ "identity.argv", "\"./app\"", "identity.argv: expected an array" },
+	{ "identity.argv.1", "3", "identity.argv[1]: expected a string" },
+	{ "identity.ranks", "-1", "identity.ranks: -1 is out of range" },
+	{ "identity.threads", "70000", "identity.threads: 70000 is out of range" },
+	{ "mode", "\"fast\"", "mode: 'fast' is not one of" },
+	{ "mode", NULL, "mode: missing" },
+	{ "backend", "[]", "backend: expected a string" },
+	{ "started_at", "\"2026-11-22 14:00:00Z\"", "started_at: '2026-11-22 14:00:00Z' is not a UTC time" },
+	{ "started_at", "\"2026-13-22T14:00:00Z\"", "started_at:" },
+	{ "started_at", "\"2026-11-22T14:00:00+01:00\"", "started_at:" },
+	{ "started_at", "\"2026-11-22T14:00:00.Z\"", "started_at:" },
+	{ "ended_at", "\"2026-11-22T13:59:59Z\"", "ended_at: before started_at" },
+	{ "ended_at", NULL, "ended_at: missing" },
+	{ "topology", "null", "topology: expected an object" },
+	{ "topology.cpuset", NULL, "topology.cpuset: missing" },
+	{ "topology.pus", "0", "topology.pus: 0 is out of range" },
+	{ "topology.dry_run", "\"no\"", "topology.dry_run: expected true or false" },
+	{ "threads", "{}", "threads: expected an array" },
+	{ "threads.1", "[]", "threads[1]: expected an object" },
+	{ "threads.1.index", NULL, "threads[1].index: missing" },
+	{ "threads.2.tid", "-3", "threads[2].tid: -3 is out of range" },
+	{ "threads.0.rank", "\"0\"", "threads[0].rank: expected an integer" },
+	{ "threads.0.cpu_s", "-0.5", "threads[0].cpu_s: is negative" },
+	{ "threads.0.pid", "1.0", "threads[0].pid: expected an integer" },
+	{ "edges", NULL, "edges: missing" },
+	{ "edges.1", "[1, 2]", "edges[1]: expected [i, j, weight]" },
+	{ "edges.1", "[1, 2, 3, 4]", "edges[1]: expected [i, j, weight]" },
+	{ "edges.1", "{}", "edges[1]: expected [i, j, weight]" },
+	{ "edges.2.2", "-1.5", "edges[2][2]: weight is negative" },
+	{ "edges.2.2", "\"7\"", "edges[2][2]: weight is not a number" },
+	{ "edges.0.0", "-1", "edges[0][0]: -1 is out of range [0, 2]" },
+	{ "edges.0.1", "3", "edges[0][1]: 3 is out of range [0, 2]" },
+	{ "edges.0.1", "0", "edges[0][1]: 0 is not greater than i (0)" },
+	{ "edges.1.0", "2", "edges[1][1]: 2 is not greater than i (2)" },
+	{ "edges.0.0", "0.0", "edges[0][0]: expected an integer" },
+	{ "timeline", "7", "timeline: expected an array" },
+	{ "timeline.0.t", NULL, "timeline[0].t: missing" },
+	{ "timeline.0.t", "-1", "timeline[0].t: is negative" },
+	{ "timeline.1.pu_of_thread", "[0, 1, 2, 3]", "timeline[1].pu_of_thread: 4 entries for 3 threads" },
+	{ "timeline.1.pu_of_thread.2", "-2", "timeline[1].pu_of_thread[2]: -2 is out of range" },
+	{ "timeline.1.cost", "-4", "timeline[1].cost: is negative" },
+	{ "timeline.0.reason", "1", "timeline[0].reason: expected a string" },
+	{ "migrations.0", "5", "migrations[0]: expected an object" },
+	{ "migrations.0.thread", "3", "migrations[0].thread: 3 is out of range [0, 2]" },
+	{ "migrations.0.from", "-2", "migrations[0].from: -2 is out of range" },
+	{ "migrations.0.to", NULL, "migrations[0].to: missing" },
+	{ "stats", NULL, "stats: missing" },
+	{ "stats.samples", "-1", "stats.samples: is negative" },
+	{ "stats.lost", "\"0\"", "stats.lost: expected a number" },
+};
+
+static json_t *load_valid(void)
+{
+	json_t *doc = json_loads(valid_doc, 0, NULL);
+
+	if (!doc) {
+		diag("the valid document does not parse");
+		exit(1);
+	}
+	return doc;
+}
+
+/* Apply one edit; 0 on success. */
+static int apply(json_t *doc, const char *path, const char *value)
+{
+	char buf[128], *save = NULL, *tok, *next;
+	json_t *cur = doc, *v = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	tok = strtok_r(buf, ".", &save);
+	while (tok && (next = strtok_r(NULL, ".", &save))) {
+		cur = json_is_array(cur) ?
+		      json_array_get(cur, strtoul(tok, NULL, 10)) :
+		      json_object_get(cur, tok);
+		tok = next;
+	}
+	if (!cur || !tok)
+		return -1;
+	if (value) {
+		v = json_loads(value, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+		if (!v)
+			return -1;
+	}
+	if (json_is_array(cur)) {
+		size_t i = strtoul(tok, NULL, 10);
+
+		return v ? json_array_set_new(cur, i, v) :
+			   json_array_remove(cur, i);
+	}
+	return v ? json_object_set_new(cur, tok, v) : json_object_del(cur, tok);
+}
+
+static void test_valid(void)
+{
+	struct svc_result_ident id;
+	struct cm_error e = { "" };
+	json_t *doc = load_valid();
+
+	ok(svc_result_validate(doc, &id, &e) == 0, "the example is valid (%s)",
+	   e.text);
+	is_int(id.job, 42, "job");
+	is_int(id.step, 0, "step");
+	is_str(id.node, "vm", "node");
+	is_int(id.uid, 1000, "uid");
+	is_str(id.app, "app", "app is the executable's basename");
+	is_str(id.exe_hash, "sha256:ab", "exe_hash");
+	is_str(id.started_at, "2026-11-22T14:00:00Z", "started_at without the fraction");
+	is_int(id.n_threads, 3, "three threads");
+	is_int(id.n_edges, 3, "three edges");
+	is_int(id.n_timeline, 2, "two timeline entries");
+	is_int(id.n_migrations, 1, "one migration");
+	is_double(id.final_cost, 9.5, 0, "final cost from the last timeline entry");
+
+	/* Optional members may be absent; null job/step outside Slurm. */
+	apply(doc, "identity.job", "null");
+	apply(doc, "identity.step", "null");
+	apply(doc, "identity.exe_hash", NULL);
+	apply(doc, "identity.argv", NULL);
+	apply(doc, "backend", NULL);
+	apply(doc, "topology.synthetic", NULL);
+	apply(doc, "topology.dry_run", NULL);
+	apply(doc, "timeline.1.cost", NULL);
+	apply(doc, "identity.executable", "\"app\"");
+	ok(svc_result_validate(doc, &id, &e) == 0 && id.job == -1 &&
+	   id.step == -1 && !id.exe_hash && !id.backend && id.final_cost == -1,
+	   "null job/step and absent optional members are valid (%s)", e.text);
+	is_str(id.app, "app", "a bare executable name is its own app");
+	json_decref(doc);
+
+	doc = json_pack("{s:s, s:i, s:{s:n, s:n, s:s, s:s, s:i, s:s, s:i, s:i},"
+			" s:s, s:s, s:s, s:{s:s, s:i}, s:[], s:[], s:[], s:[],"
+			" s:{}}",
+			"format", "commap-result", "version", 1, "identity",
+			"job", "step", "node", "n", "user", "u", "uid", 0,
+			"executable", "/x", "ranks", 0, "threads", 0,
+			"mode", "off", "started_at", "2026-01-01T00:00:00Z",
+			"ended_at", "2026-01-01T00:00:00Z", "topology",
+			"cpuset", "0", "pus", 1, "threads", "edges",
+			"timeline", "migrations", "stats");
+	ok(svc_result_validate(doc, NULL, &e) == 0,
+	   "an empty result (no threads) is valid (%s)", e.text);
+	apply(doc, "edges", "[[0, 1, 1]]");
+	ok(svc_result_validate(doc, NULL, &e) < 0 &&
+	   strstr(e.text, "edges: 1 edges but only 0 threads"),
+	   "edges without threads: %s", e.text);
+	json_decref(doc);
+}
+
+static void test_edits(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+		const struct edit *t = &edits[i];
+		struct cm_error e = { "" };
+		json_t *doc = load_valid();
+		int rc;
+
+		if (apply(doc, t->path, t->value) < 0) {
+			ok(0, "edit %s applies", t->path);
+			json_decref(doc);
+			continue;
+		}
+		errno = 0;
+		rc = svc_result_validate(doc, NULL, &e);
+		ok(rc == -1 && errno == EINVAL && strstr(e.text, t->want),
+		   "%s = %s refused", t->path, t->value ? t->value : "(deleted)");
+		if (!strstr(e.text, t->want))
+			diag("  message '%s', want '%s'", e.text, t->want);
+		json_decref(doc);
+	}
+}
+
+static void test_bodies(void)
+{
+	static const struct {
+		const char *body;
+		const char *want;
+	} bodies[] = {
+		{ "", "body: empty" },
+		{ "{\"format\": \"commap-result\", \"version\": 1, \"ident",
+		  "body: invalid JSON at line 1" },
+		{ "[1, 2]", "body: expected a JSON object" },
+		{ "{\"format\": 1} trailing", "body: invalid JSON" },
+		{ "{\"format\": \"a\", \"format\": \"b\"}", "duplicate" },
+		{ "{\"x\": NaN}", "body: invalid JSON" },
+		{ "{\"x\": 1e999}", "body: invalid JSON" },
+		{ "\xff\xfe{}", "body: invalid JSON" },
+	};
+	struct svc_result_ident id;
+	struct cm_error e = { "" };
+	json_t *doc = (json_t *)1;
+	size_t i, len = strlen(valid_doc);
+
+	for (i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		int rc = svc_result_parse(bodies[i].body,
+					  strlen(bodies[i].body), 1 << 20,
+					  &doc, &id, &e);
+
+		ok(rc == -1 && !doc && strstr(e.text, bodies[i].want),
+		   "body %zu refused: %s", i, e.text);
+	}
+	ok(svc_result_parse(valid_doc, len, len, &doc, &id, &e) == 0 && doc,
+	   "a body of exactly max_len is accepted (%s)", e.text);
+	json_decref(doc);
+	ok(svc_result_parse(valid_doc, len, len - 1, &doc, &id, &e) < 0 &&
+	   !doc && strstr(e.text, "more than max_body"),
+	   "one byte over max_len is refused: %s", e.text);
+	/* Every proper prefix of a valid document is refused, never stored. */
+	for (i = 0; i < len; i++) {
+		if (svc_result_parse(valid_doc, i, len, &doc, &id, &e) == 0) {
+			json_decref(doc);
+			break;
+		}
+	}
+	ok(i == len, "every truncation of the valid body is refused");
+}
+
+static void test_timestamps(void)
+{
+	char out[21];
+
+	ok(svc_timestamp_valid("2026-02-28T23:59:60Z", out) &&
+	   strcmp(out, "2026-02-28T23:59:60Z") == 0, "leap second accepted");
+	ok(svc_timestamp_valid("2026-02-28T23:59:59.123456Z", out) &&
+	   strcmp(out, "2026-02-28T23:59:59Z") == 0, "fraction cut");
+	ok(!svc_timestamp_valid("2026-02-28T24:00:00Z", NULL), "hour 24");
+	ok(!svc_timestamp_valid("2026-02-28T23:59:59", NULL), "no Z");
+	ok(!svc_timestamp_valid("2026-02-28T23:59:59Zx", NULL), "trailing");
+	ok(!svc_timestamp_valid("1969-12-31T23:59:59Z", NULL), "before 1970");
+	ok(!svc_timestamp_valid("", NULL), "empty");
+}
+
+int main(void)
+{
+	test_valid();
+	test_edits();
+	test_bodies();
+	test_timestamps();
+	return done_testing();
+}

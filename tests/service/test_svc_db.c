@@ -1,0 +1,211 @@
+/* test_svc_db.c: storage of results (service/svc_db.c) on a temp file:
+ * migrations, idempotent uploads, visibility filters, reopening. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "svc_db.h"
+#include "tap.h"
+
+static char dir[] = "/tmp/commap-svc-db-XXXXXX";
+static char path[256];
+
+/* A valid result for job/step/node owned by uid; canonical text out. */
+static json_t *make_result(long long job, long long step, const char *node,
+			   int uid, const char *user, const char *exe,
+			   const char *start, double w)
+{
+	json_t *job_v = job < 0 ? json_null() : json_integer(job);
+	json_t *step_v = step < 0 ? json_null() : json_integer(step);
+
+	return json_pack("{s:s, s:i, s:{s:o, s:o, s:s, s:s, s:i, s:s, s:i,"
+			 " s:i}, s:s, s:s, s:s, s:{s:s, s:i},"
+			 " s:[{s:i, s:i, s:i}, {s:i, s:i, s:i}],"
+			 " s:[[i, i, f]], s:[{s:f, s:[i, i], s:f}], s:[],"
+			 " s:{s:i}}",
+			 "format", "commap-result", "version", 1,
+			 "identity", "job", job_v, "step", step_v, "node", node,
+			 "user", user, "uid", uid, "executable", exe,
+			 "ranks", 1, "threads", 2, "mode", "dynamic",
+			 "started_at", start, "ended_at", "2030-01-01T00:00:00Z",
+			 "topology", "cpuset", "0-1", "pus", 2,
+			 "threads", "rank", 0, "index", 0, "tid", 10,
+			 "rank", 0, "index", 1, "tid", 11,
+			 "edges", 0, 1, w, "timeline", "t", 0.0,
+			 "pu_of_thread", 0, 1, "cost", 3.0, "migrations",
+			 "stats", "samples", 5);
+}
+
+/* Validate and store; returns the outcome or -1. */
+static int store(struct svc_db *db, json_t *doc, const char *upload_id,
+		 int64_t *row)
+{
+	struct svc_result_ident id;
+	struct cm_error e = { "" };
+	enum svc_store_outcome out;
+	char *text;
+	int rc;
+
+	if (svc_result_validate(doc, &id, &e) < 0) {
+		diag("invalid test document: %s", e.text);
+		return -1;
+	}
+	text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+	rc = svc_db_store(db, &id, upload_id, 0, text, row, &out, &e);
+	free(text);
+	if (rc < 0)
+		diag("store: %s", e.text);
+	return rc < 0 ? -1 : (int)out;
+}
+
+static size_t count_jobs(struct svc_db *db, int64_t owner, const char *user,
+			 const char *app, const char *since)
+{
+	struct svc_job_filter f = { owner, user, app, since, NULL, 100 };
+	json_t *o = svc_db_list_jobs(db, &f, NULL);
+	size_t n = json_array_size(json_object_get(o, "jobs"));
+
+	json_decref(o);
+	return n;
+}
+
+static void test_store(struct svc_db *db)
+{
+	json_t *a = make_result(42, 0, "n1", 1000, "alice", "/bin/appa",
+				"2029-01-01T00:00:00Z", 5);
+	json_t *a2 = make_result(42, 0, "n1", 1000, "alice", "/bin/appa",
+				 "2029-01-01T00:00:00Z", 6);
+	json_t *a3 = make_result(42, 1, "n2", 1000, "alice", "/bin/appa",
+				 "2029-01-01T00:00:01Z", 6);
+	json_t *b = make_result(43, 0, "n1", 1001, "bob", "/opt/appb",
+				"2029-02-01T00:00:00Z", 1);
+	json_t *l = make_result(-1, -1, "n1", 1001, "bob", "/opt/appb",
+				"2029-03-01T00:00:00Z", 1);
+	int64_t r1 = 0, r2 = 0, r3 = 0;
+
+	is_int(store(db, a, NULL, &r1), SVC_STORE_NEW, "first upload stored");
+	is_int(store(db, a, NULL, &r2), SVC_STORE_DUPLICATE,
+	       "the same upload again is a duplicate");
+	is_int(r2, r1, "  and names the stored row");
+	is_int(store(db, a2, NULL, &r2), SVC_STORE_CONFLICT,
+	       "other data for the same job/step/node is a conflict");
+	is_int(store(db, a3, NULL, &r3), SVC_STORE_NEW, "step 1 on n2 stored");
+	is_int(store(db, b, NULL, &r3), SVC_STORE_NEW, "bob's job stored");
+	is_int(store(db, l, "up-1", &r2), SVC_STORE_NEW,
+	       "a result outside Slurm with an upload id is stored");
+	is_int(store(db, l, "up-1", &r3), SVC_STORE_DUPLICATE,
+	       "  its retry with the same upload id is a duplicate");
+	is_int(r3, r2, "  same row");
+	is_int(store(db, l, NULL, &r3), SVC_STORE_NEW,
+	       "without an upload id a job-less result is a new row");
+	is_int(store(db, a2, "up-1", &r3), SVC_STORE_CONFLICT,
+	       "a reused upload id with other data is a conflict");
+	json_decref(a);
+	json_decref(a2);
+	json_decref(a3);
+	json_decref(b);
+	json_decref(l);
+}
+
+static void test_queries(struct svc_db *db)
+{
+	json_t *o;
+	int status = 0;
+
+	is_int(count_jobs(db, -1, NULL, NULL, NULL), 4,
+	       "admin sees 4 jobs (42, 43 and two job-less results)");
+	is_int(count_jobs(db, 1000, NULL, NULL, NULL), 1, "alice sees 1 job");
+	is_int(count_jobs(db, 1001, NULL, NULL, NULL), 3, "bob sees 3 jobs");
+	is_int(count_jobs(db, 1000, "bob", NULL, NULL), 0,
+	       "alice filtering on bob sees nothing");
+	is_int(count_jobs(db, -1, NULL, "appb", NULL), 3,
+	       "app filter by basename");
+	is_int(count_jobs(db, -1, NULL, "/bin/appa", NULL), 1,
+	       "app filter by full path");
+	is_int(count_jobs(db, -1, NULL, NULL, "2029-02-01T00:00:00Z"), 3,
+	       "since filter");
+
+	o = svc_db_job(db, 42, 1000, 1, &status, NULL);
+	is_int(status, 200, "alice reads job 42");
+	is_int(json_array_size(json_object_get(o, "results")), 2,
+	       "  two results (steps 0 and 1)");
+	is_int(json_integer_value(json_object_get(json_object_get(o,
+		"summary"), "threads")), 4, "  summary: 4 threads");
+	ok(json_is_object(json_object_get(json_array_get(json_object_get(o,
+		"results"), 0), "document")), "  with the documents");
+	json_decref(o);
+	o = svc_db_job(db, 42, 1001, 1, &status, NULL);
+	ok(!o && status == 403, "bob may not read job 42 (403)");
+	o = svc_db_job(db, 77, -1, 1, &status, NULL);
+	ok(!o && status == 404, "job 77 does not exist (404)");
+	o = svc_db_result(db, 1, -1, &status, NULL);
+	ok(o && status == 200 &&
+	   json_is_object(json_object_get(o, "document")),
+	   "result 1 with its document");
+	json_decref(o);
+	o = svc_db_list_apps(db, -1, 10, NULL);
+	is_int(json_array_size(json_object_get(o, "apps")), 2, "two apps");
+	json_decref(o);
+}
+
+static void test_newer_schema(void)
+{
+	struct cm_error e = { "" };
+	sqlite3 *raw;
+	struct svc_db *db;
+
+	sqlite3_open(path, &raw);
+	sqlite3_exec(raw, "INSERT INTO schema_version VALUES (99, 'x', 'now')",
+		     NULL, NULL, NULL);
+	sqlite3_close(raw);
+	errno = 0;
+	db = svc_db_open(path, 0, &e);
+	ok(!db && errno == EPROTO && strstr(e.text, "schema version 99"),
+	   "a database from a newer service is refused: %s", e.text);
+	svc_db_close(db);
+}
+
+int main(void)
+{
+	struct cm_error e = { "" };
+	struct svc_db *db;
+	struct svc_db_pool *pool;
+
+	if (!mkdtemp(dir))
+		return 1;
+	snprintf(path, sizeof(path), "%s/t.db", dir);
+	db = svc_db_open(path, 0, &e);
+	if (!ok(db != NULL, "create a database (%s)", e.text))
+		return done_testing();
+	is_int(svc_db_schema_version(db), (int)svc_n_migrations,
+	       "every migration applied");
+	test_store(db);
+	svc_db_close(db);
+
+	/* Reopen through a pool: data kept, migrations not re-run. */
+	pool = svc_db_pool_open(path, 2, 1, &e);
+	ok(pool != NULL, "reopen as a pool of 2 (%s)", e.text);
+	db = svc_db_pool_get(pool);
+	is_int(svc_db_schema_version(db), (int)svc_n_migrations,
+	       "schema version unchanged after reopening");
+	test_queries(db);
+	svc_db_pool_put(pool, db);
+	svc_db_pool_close(pool);
+	test_newer_schema();
+
+	unlink(path);
+	{
+		char p[300];
+
+		snprintf(p, sizeof(p), "%s-wal", path);
+		unlink(p);
+		snprintf(p, sizeof(p), "%s-shm", path);
+		unlink(p);
+	}
+	rmdir(dir);
+	return done_testing();
+}
