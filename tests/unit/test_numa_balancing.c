@@ -78,6 +78,8 @@ int main(void)
 	is_int(sysctl_value(), 1, "still on while another agent holds it");
 	ok(cm_numa_balancing_release(&p, a, &err) == 0, "last releases");
 	is_int(sysctl_value(), 0, "restored by the last holder");
+	/* A child left running would keep the TAP driver's pipe open. */
+	reap(a);
 
 	/* A holder killed with -9 never releases: the next agent to come
 	 * prunes it, and the value is restored when that one leaves. */
