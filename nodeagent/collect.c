@@ -1,0 +1,815 @@
+/* collect.c: sampler + decoder + sharer table, driven by the tracker.
+ * See collect.h for the contract and docs/detection.md, "Pipeline".
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collect.h"
+
+/* Code bytes read after IP: the longest x86 instruction. */
+#define CODE_AFTER 16u
+#define CODE_BEFORE_MIN 16u
+#define CODE_BEFORE_MAX (CM_DECODE_MAX_WINDOW - CODE_AFTER)
+/* Coverage check of presumed-inherited threads: decide once this many
+ * samples are expected, attach when fewer than 1/COVER_RATIO came. */
+#define COVER_MIN_EXPECTED 20u
+#define COVER_RATIO 10u
+
+enum th_state {
+	TH_NEW = 0,	/* not yet seen by sync */
+	TH_ATTACHED,	/* attached one by one */
+	TH_PENDING,	/* presumed inherited, coverage not yet checked */
+	TH_COVERED,	/* inherited, confirmed by its samples */
+	TH_GONE,	/* exited before it was attached or checked */
+};
+
+struct cthread {
+	uint8_t state;
+	uint64_t samples;	/* passed the identity check */
+	uint64_t base_samples;	/* samples when it became pending */
+	uint64_t utime0;	/* user ticks when it became pending */
+	uint64_t utime_prev;	/* user ticks at the previous sync */
+};
+
+struct cproc {
+	bool seen;		/* handled by sync */
+	bool sampled;		/* its threads are attached or inherited */
+	bool maps_loaded;
+	bool mem_failed;	/* /proc/PID/mem could not be opened */
+	int mem_fd;
+	uint64_t maps_gen;	/* drain generation of the last load */
+	struct cm_maps maps;
+};
+
+struct cm_collector {
+	struct cm_collect_opts o;
+	enum cm_collect_backend backend;	/* SAMPLE or HW */
+	struct cm_perf_config pcfg;
+	struct cm_perf_sampler *s;
+	struct cm_decoder *dec;
+	struct cm_detect_table *table;
+	struct cm_tracker *tr;
+	struct cproc *procs;
+	int nprocs, capprocs;
+	struct cthread *threads;
+	int nthreads, capthreads;
+	bool first_sync_done;
+	uint64_t gen;			/* drain generation */
+	uint64_t ns_per_tick;
+	struct cm_perf_stats perf_base;	/* of freed samplers */
+	struct cm_collect_stats st;	/* pipeline counters */
+	char problem[CM_ERROR_TEXT_MAX];
+	uint8_t code[CM_DECODE_MAX_WINDOW];
+};
+
+static const char *const backend_names[] = { "sample", "hw", "auto" };
+
+const char *cm_collect_backend_name(enum cm_collect_backend b)
+{
+	if ((unsigned)b >= sizeof(backend_names) / sizeof(backend_names[0]))
+		return "?";
+	return backend_names[b];
+}
+
+int cm_collect_backend_parse(const char *name, enum cm_collect_backend *b)
+{
+	for (unsigned i = 0; name && b &&
+	     i < sizeof(backend_names) / sizeof(backend_names[0]); i++) {
+		if (!strcmp(name, backend_names[i])) {
+			*b = (enum cm_collect_backend)i;
+			return 0;
+		}
+	}
+	return cm_errorf(NULL, EINVAL, "unknown backend");
+}
+
+void cm_collect_opts_default(struct cm_collect_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->backend = CM_COLLECT_SAMPLE;
+	o->clock = CM_PERF_CPU_CLOCK;
+	o->period_ns = CM_PERF_DEFAULT_PERIOD_NS;
+	o->hw_period = 10007;
+	o->ring_pages = CM_PERF_DEFAULT_RING_PAGES;
+	o->block_shift = 12;
+	o->window_ns = CM_DETECT_DEFAULT_WINDOW_NS;
+	o->table_slots = CM_DETECT_DEFAULT_SLOTS;
+	o->lookback = 4;
+	o->decode_flags = 0;
+	o->code_before = 64;
+}
+
+static void set_problem(struct cm_collector *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void set_problem(struct cm_collector *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->problem, sizeof(c->problem), fmt, ap);
+	va_end(ap);
+}
+
+static int grow(void **arr, int *cap, int need, size_t elem)
+{
+	void *p;
+	int ncap;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 16;
+	while (ncap < need)
+		ncap *= 2;
+	p = realloc(*arr, (size_t)ncap * elem);
+	if (!p)
+		return -1;
+	memset((char *)p + (size_t)*cap * elem, 0,
+	       (size_t)(ncap - *cap) * elem);
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}
+
+/* Make room for tracker thread indexes < n and process indexes < np. */
+static int ensure(struct cm_collector *c, int n, int np)
+{
+	if (grow((void **)&c->threads, &c->capthreads, n,
+		 sizeof(*c->threads)))
+		return -1;
+	if (n > c->nthreads)
+		c->nthreads = n;
+	if (grow((void **)&c->procs, &c->capprocs, np, sizeof(*c->procs)))
+		return -1;
+	for (int i = c->nprocs; i < np; i++)
+		c->procs[i].mem_fd = -1;
+	if (np > c->nprocs)
+		c->nprocs = np;
+	return 0;
+}
+
+static int check_opts(const struct cm_collect_opts *o, struct cm_error *err)
+{
+	if (o->block_shift < 6 || o->block_shift > 21)
+		return cm_errorf(err, EINVAL, "collect: block_shift %u out of "
+				 "6..21 (64 B .. 2 MiB)", o->block_shift);
+	if (o->code_before < CODE_BEFORE_MIN ||
+	    o->code_before > CODE_BEFORE_MAX)
+		return cm_errorf(err, EINVAL, "collect: code_before %u out of "
+				 "%u..%u", o->code_before, CODE_BEFORE_MIN,
+				 CODE_BEFORE_MAX);
+	if ((unsigned)o->backend > CM_COLLECT_AUTO)
+		return cm_errorf(err, EINVAL, "collect: unknown backend %d",
+				 (int)o->backend);
+	return 0;
+}
+
+/* Resolve AUTO/HW with the probe and fill the sampler configuration. */
+static int choose_backend(struct cm_collector *c, struct cm_error *err)
+{
+	struct cm_perf_config *p = &c->pcfg;
+
+	cm_perf_config_default(p);
+	p->clock = c->o.clock;
+	p->period_ns = c->o.period_ns;
+	p->hw_period = c->o.hw_period;
+	p->ring_pages = c->o.ring_pages;
+	c->backend = CM_COLLECT_SAMPLE;
+	if (c->o.backend == CM_COLLECT_SAMPLE)
+		return 0;
+	if (cm_perf_hw_probe(c->o.sysfs_root, &p->hw) == 1) {
+		p->backend = CM_PERF_BACKEND_HW;
+		c->backend = CM_COLLECT_HW;
+		return 0;
+	}
+	if (c->o.backend == CM_COLLECT_AUTO)
+		return 0;
+	return cm_errorf(err, ENOENT, "collect: hw backend unusable: %s",
+			 p->hw.reason);
+}
+
+struct cm_collector *cm_collect_new(const struct cm_collect_opts *o,
+				    struct cm_tracker *t,
+				    struct cm_error *err)
+{
+	struct cm_collector *c;
+	struct cm_detect_config dc;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	if (!o || !t) {
+		cm_errorf(err, EINVAL, "collect: NULL options or tracker");
+		return NULL;
+	}
+	if (check_opts(o, err))
+		return NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		cm_errorf(err, ENOMEM, "collect: out of memory");
+		return NULL;
+	}
+	c->o = *o;
+	c->tr = t;
+	c->ns_per_tick = hz > 0 ? 1000000000ull / (uint64_t)hz : 10000000ull;
+	if (choose_backend(c, err))
+		goto fail;
+	c->s = cm_perf_sampler_new(&c->pcfg, err);
+	if (!c->s)
+		goto fail;
+	c->st.samplers = 1;
+	if (c->backend == CM_COLLECT_SAMPLE) {
+		c->dec = cm_decoder_new(o->lookback, o->decode_flags, err);
+		if (!c->dec)
+			goto fail;
+	}
+	cm_detect_config_default(&dc);
+	dc.block_size = 1u << o->block_shift;
+	dc.slots = o->table_slots;
+	dc.window_ns = o->window_ns;
+	c->table = cm_detect_table_new(&dc, err);
+	if (!c->table)
+		goto fail;
+	return c;
+fail:
+	cm_collect_free(c);
+	return NULL;
+}
+
+static void proc_release(struct cproc *p)
+{
+	if (p->mem_fd >= 0)
+		close(p->mem_fd);
+	p->mem_fd = -1;
+	cm_maps_free(&p->maps);
+	memset(&p->maps, 0, sizeof(p->maps));
+	p->maps_loaded = false;
+}
+
+void cm_collect_free(struct cm_collector *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < c->nprocs; i++)
+		proc_release(&c->procs[i]);
+	free(c->procs);
+	free(c->threads);
+	cm_perf_sampler_free(c->s);
+	cm_decoder_free(c->dec);
+	cm_detect_table_free(c->table);
+	free(c);
+}
+
+/* ---- sync: attaching ------------------------------------------------- */
+
+/* User CPU time of a thread in clock ticks (/proc/PID/task/TID/stat field
+ * 14).  -1 when the thread is gone. */
+static int read_utime(const struct cm_collector *c, pid_t pid, pid_t tid,
+		      uint64_t *utime)
+{
+	char path[256], buf[1024];
+	const char *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%d/task/%d/stat",
+		 c->o.proc_root ? c->o.proc_root : "/proc", (int)pid, (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p)
+		return -1;
+	/* The space before field k, from ")": state is field 3, utime
+	 * field 14. */
+	for (int field = 3; field <= 14; field++) {
+		p = strchr(p + 1, ' ');
+		if (!p)
+			return -1;
+	}
+	*utime = strtoull(p + 1, NULL, 10);
+	return 0;
+}
+
+/* Attach thread i.  1 attached, 0 gone, -1 fatal (err filled). */
+static int attach_thread(struct cm_collector *c, int i, struct cm_error *err)
+{
+	const struct cm_tracked_thread *th = cm_tracker_thread(c->tr, i);
+	struct cm_error e;
+
+	if (cm_perf_sampler_attach(c->s, th->tid, &e) == 0) {
+		c->threads[i].state = TH_ATTACHED;
+		c->st.attached++;
+		return 1;
+	}
+	if (errno == ESRCH) {
+		c->threads[i].state = TH_GONE;
+		c->st.gone++;
+		return 0;
+	}
+	return cm_errorf(err, errno, "%s", e.text);
+}
+
+/* Should the threads of process p be attached one by one?  Yes at the
+ * first sync, for roots, and for children of processes not sampled. */
+static bool attach_whole(const struct cm_collector *c, int p)
+{
+	const struct cm_tracked_proc *pr = cm_tracker_proc(c->tr, p);
+
+	if (!c->first_sync_done || pr->parent < 0 ||
+	    pr->parent >= c->nprocs)
+		return true;
+	return !c->procs[pr->parent].sampled;
+}
+
+static void make_pending(struct cm_collector *c, int i)
+{
+	const struct cm_tracked_thread *th = cm_tracker_thread(c->tr, i);
+	const struct cm_tracked_proc *pr = cm_tracker_proc(c->tr, th->proc);
+	struct cthread *ct = &c->threads[i];
+
+	if (read_utime(c, pr->pid, th->tid, &ct->utime0)) {
+		ct->state = TH_GONE;
+		c->st.gone++;
+		return;
+	}
+	ct->utime_prev = ct->utime0;
+	ct->base_samples = ct->samples;
+	ct->state = TH_PENDING;
+	c->st.inherited++;
+}
+
+/* A presumed-inherited thread: compare its samples with the user time it
+ * had at the previous sync (whose samples have been drained since).
+ * Returns 1 if it was attached now, 0 otherwise, -1 fatal. */
+static int check_pending(struct cm_collector *c, int i, struct cm_error *err)
+{
+	const struct cm_tracked_thread *th = cm_tracker_thread(c->tr, i);
+	const struct cm_tracked_proc *pr = cm_tracker_proc(c->tr, th->proc);
+	struct cthread *ct = &c->threads[i];
+	uint64_t now, expected, got;
+
+	if (c->backend != CM_COLLECT_SAMPLE) {
+		/* A period in events gives no expected rate: trust
+		 * inheritance. */
+		ct->state = TH_COVERED;
+		c->st.confirmed++;
+		return 0;
+	}
+	if (read_utime(c, pr->pid, th->tid, &now)) {
+		ct->state = TH_GONE;
+		return 0;
+	}
+	expected = (ct->utime_prev - ct->utime0) * c->ns_per_tick /
+		   c->pcfg.period_ns;
+	ct->utime_prev = now;
+	if (expected < COVER_MIN_EXPECTED)
+		return 0;
+	got = ct->samples - ct->base_samples;
+	if (got * COVER_RATIO >= expected) {
+		ct->state = TH_COVERED;
+		c->st.confirmed++;
+		return 0;
+	}
+	if (attach_thread(c, i, err) != 1)
+		return c->threads[i].state == TH_GONE ? 0 : -1;
+	c->st.attached--;	/* counted as late instead */
+	c->st.late_attached++;
+	return 1;
+}
+
+/* Processes seen for the first time: decide how their threads are
+ * sampled; exited ones release their fd and maps. */
+static void sync_procs(struct cm_collector *c, int np, bool *whole)
+{
+	for (int p = 0; p < np; p++) {
+		const struct cm_tracked_proc *pr = cm_tracker_proc(c->tr, p);
+		struct cproc *cp = &c->procs[p];
+
+		if (!cp->seen) {
+			cp->seen = true;
+			whole[p] = attach_whole(c, p);
+			cp->sampled = true;
+		}
+		if (!pr->alive && (cp->mem_fd >= 0 || cp->maps_loaded))
+			proc_release(cp);
+	}
+}
+
+int cm_collect_sync(struct cm_collector *c, struct cm_error *err)
+{
+	int n, np, attached = 0;
+	bool *whole;
+
+	if (!c)
+		return cm_errorf(err, EINVAL, "collect: NULL collector");
+	n = cm_tracker_nthreads(c->tr);
+	np = cm_tracker_nprocs(c->tr);
+	if (ensure(c, n, np))
+		return cm_errorf(err, ENOMEM, "collect: out of memory");
+	whole = calloc((size_t)np + 1, sizeof(*whole));
+	if (!whole)
+		return cm_errorf(err, ENOMEM, "collect: out of memory");
+	sync_procs(c, np, whole);
+	for (int i = 0; i < n; i++) {
+		const struct cm_tracked_thread *th = cm_tracker_thread(c->tr, i);
+		struct cthread *ct = &c->threads[i];
+		int r = 0;
+
+		if (!th->alive) {
+			if (ct->state == TH_NEW || ct->state == TH_PENDING)
+				ct->state = TH_GONE;
+			continue;
+		}
+		if (ct->state == TH_NEW && whole[th->proc])
+			r = attach_thread(c, i, err);
+		else if (ct->state == TH_NEW)
+			make_pending(c, i);
+		else if (ct->state == TH_PENDING)
+			r = check_pending(c, i, err);
+		if (r < 0) {
+			free(whole);
+			return -1;
+		}
+		attached += r;
+	}
+	free(whole);
+	c->first_sync_done = true;
+	return attached;
+}
+
+/* ---- drain: the per-sample path -------------------------------------- */
+
+struct drain_ctx {
+	struct cm_collector *c;
+	struct cm_matrix *m;
+	int nomem;
+};
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+/* (Re)load the maps of process p: the first time, and at most once per
+ * drain after that.  Returns true if the maps were (re)loaded. */
+static bool maps_refresh(struct cm_collector *c, int p, pid_t pid)
+{
+	struct cproc *cp = &c->procs[p];
+	struct cm_error e;
+	bool had = cp->maps_loaded;
+
+	if (cp->maps_gen == c->gen)
+		return false;	/* once per drain, even after a failure */
+	cp->maps_gen = c->gen;
+	c->st.maps_loads++;
+	if (had)
+		c->st.maps_refreshes++;
+	if (cm_maps_load(&cp->maps, c->o.proc_root, pid, &e)) {
+		set_problem(c, "%s", e.text);
+		cp->maps_loaded = false;
+		return false;
+	}
+	cp->maps_loaded = true;
+	return true;
+}
+
+static const struct cm_map_region *find_region(struct cm_collector *c,
+					       int p, pid_t pid,
+					       uint64_t addr)
+{
+	struct cproc *cp = &c->procs[p];
+	const struct cm_map_region *r = NULL;
+
+	if (cp->maps_loaded)
+		r = cm_maps_find(&cp->maps, addr);
+	if (!r && maps_refresh(c, p, pid))
+		r = cm_maps_find(&cp->maps, addr);
+	return r;
+}
+
+/* Read the code window around ip from /proc/PID/mem (decoder miss). */
+static ssize_t read_code(struct cm_collector *c, int p, pid_t pid,
+			 const struct cm_map_region *r, uint64_t ip,
+			 uint64_t *lo_out)
+{
+	struct cproc *cp = &c->procs[p];
+	uint64_t lo, hi;
+	ssize_t got;
+
+	if (cp->mem_fd < 0 && !cp->mem_failed) {
+		char path[256];
+
+		snprintf(path, sizeof(path), "%s/%d/mem",
+			 c->o.proc_root ? c->o.proc_root : "/proc", (int)pid);
+		cp->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (cp->mem_fd < 0) {
+			cp->mem_failed = true;
+			set_problem(c, "cannot read code of process %d: %s: "
+				    "%s (needs ptrace access)", (int)pid,
+				    path, strerror(errno));
+		}
+	}
+	if (cp->mem_fd < 0)
+		return -1;
+	lo = ip - r->start > c->o.code_before ? ip - c->o.code_before
+	     : r->start;
+	hi = r->end - ip > CODE_AFTER ? ip + CODE_AFTER : r->end;
+	c->st.code_reads++;
+	got = pread(cp->mem_fd, c->code, (size_t)(hi - lo), (off_t)lo);
+	if (got < 0)
+		set_problem(c, "reading code of process %d at 0x%" PRIx64
+			    ": %s", (int)pid, lo, strerror(errno));
+	if (got <= (ssize_t)(ip - lo))
+		return -1;
+	*lo_out = lo;
+	return got;
+}
+
+/* Decode one sample of process p into acc.  1 with an address, 0 not. */
+static int decode_sample(struct cm_collector *c, int p,
+			 const struct cm_perf_sample *smp,
+			 struct cm_access *acc)
+{
+	const struct cm_map_region *r;
+	uint64_t code_id, lo = 0;
+	ssize_t len;
+	int rv;
+
+	r = find_region(c, p, (pid_t)smp->pid, smp->ip);
+	if (!r) {
+		c->st.code_read_fail++;
+		return 0;
+	}
+	/* Same binary at the same load address: same code, whatever the
+	 * process (forked ranks share the decoder's cache entries). */
+	if (r->inode)
+		code_id = mix64(r->dev ^ mix64(r->inode ^
+				mix64(r->start - r->offset)));
+	else
+		code_id = mix64(((uint64_t)p << 48) ^ r->start);
+	rv = cm_decode_cached(c->dec, code_id, smp->ip, &smp->regs, acc,
+			      NULL);
+	if (rv < 0 && errno == ENOENT) {
+		len = read_code(c, p, (pid_t)smp->pid, r, smp->ip, &lo);
+		if (len < 0) {
+			c->st.code_read_fail++;
+			return 0;
+		}
+		rv = cm_decode_address(c->dec, code_id, c->code, (size_t)len,
+				       lo, smp->ip, &smp->regs, acc, NULL);
+	}
+	if (rv < 0) {
+		c->st.code_read_fail++;
+		return 0;
+	}
+	if (rv == 0) {
+		c->st.decode_fail[acc->reason < CM_DECODE_NREASONS ?
+				  acc->reason : CM_DECODE_NO_MEM]++;
+		return 0;
+	}
+	c->st.decoded++;
+	return 1;
+}
+
+/* Enter one data reference of thread i (process p) in the table. */
+static void account_ref(struct drain_ctx *d, int i, int p, pid_t pid,
+			uint64_t addr, uint64_t time)
+{
+	struct cm_collector *c = d->c;
+	struct cproc *cp = &c->procs[p];
+	struct cm_block_key key;
+	int r, ev;
+
+	r = cp->maps_loaded ? cm_maps_key(&cp->maps, (uint64_t)p, addr, &key)
+	    : -1;
+	if (r && maps_refresh(c, p, pid))
+		r = cm_maps_key(&cp->maps, (uint64_t)p, addr, &key);
+	if (r) {
+		/* Still in no mapping (unmapped meanwhile, or the maps are
+		 * unreadable): private memory is the safe guess. */
+		c->st.unmapped++;
+		cm_block_key_private(&key, (uint64_t)p, addr);
+	}
+	if (key.shared)
+		c->st.shared_refs++;
+	ev = cm_detect_access(c->table, d->m, i, &key, time);
+	if (ev < 0) {
+		d->nomem = 1;
+		return;
+	}
+	c->st.accesses++;
+	c->st.events += (uint64_t)ev;
+}
+
+/* The thread index of a sample, after the identity check; -1 dropped. */
+static int sample_thread(struct cm_collector *c,
+			 const struct cm_perf_sample *smp, int *proc)
+{
+	const struct cm_tracked_thread *th;
+	const struct cm_tracked_proc *pr;
+	int i = cm_tracker_find_thread(c->tr, (pid_t)smp->tid);
+
+	if (i < 0) {
+		/* Its process's main thread is ours: a thread the tracker
+		 * has not scanned yet. */
+		if (cm_tracker_find_thread(c->tr, (pid_t)smp->pid) >= 0)
+			c->st.unknown_tid++;
+		else
+			c->st.foreign++;
+		return -1;
+	}
+	th = cm_tracker_thread(c->tr, i);
+	pr = cm_tracker_proc(c->tr, th->proc);
+	if (pr->pid != (pid_t)smp->pid) {
+		c->st.foreign++;	/* tid reused by another process */
+		return -1;
+	}
+	if ((i >= c->nthreads || th->proc >= c->nprocs) &&
+	    ensure(c, i + 1, th->proc + 1))
+		return -1;
+	*proc = th->proc;
+	return i;
+}
+
+static void on_sample(const struct cm_perf_sample *smp, void *arg)
+{
+	struct drain_ctx *d = arg;
+	struct cm_collector *c = d->c;
+	struct cm_access acc;
+	int i, p = 0;
+
+	i = sample_thread(c, smp, &p);
+	if (i < 0)
+		return;
+	c->threads[i].samples++;
+	c->st.ours++;
+	if (c->backend == CM_COLLECT_HW) {
+		c->st.decoded++;
+		account_ref(d, i, p, (pid_t)smp->pid, smp->addr, smp->time);
+		return;
+	}
+	if (!decode_sample(c, p, smp, &acc))
+		return;
+	for (unsigned k = 0; k < acc.nref && !d->nomem; k++)
+		account_ref(d, i, p, (pid_t)smp->pid, acc.ref[k].addr,
+			    smp->time);
+}
+
+long cm_collect_drain(struct cm_collector *c, struct cm_matrix *m,
+		      struct cm_error *err)
+{
+	struct drain_ctx d = { c, m, 0 };
+	long n;
+
+	if (!c || !m)
+		return cm_errorf(err, EINVAL, "collect: NULL argument");
+	c->gen++;
+	n = cm_perf_sampler_read(c->s, on_sample, &d);
+	if (d.nomem)
+		return cm_errorf(err, ENOMEM, "collect: the matrix cannot "
+				 "grow (out of memory)");
+	return n;
+}
+
+/* ---- period, accessors ----------------------------------------------- */
+
+static void perf_add(struct cm_perf_stats *a, const struct cm_perf_stats *b)
+{
+	a->samples += b->samples;
+	a->no_regs += b->no_regs;
+	a->lost += b->lost;
+	a->throttle += b->throttle;
+	a->unthrottle += b->unthrottle;
+	a->other += b->other;
+	a->kernel += b->kernel;
+	a->malformed += b->malformed;
+	a->bytes += b->bytes;
+}
+
+/* Attach every live thread to sampler s one by one. */
+static int attach_all_live(struct cm_collector *c, struct cm_perf_sampler *s,
+			   struct cm_error *err)
+{
+	int n = cm_tracker_nthreads(c->tr);
+
+	for (int i = 0; i < n; i++) {
+		const struct cm_tracked_thread *th = cm_tracker_thread(c->tr, i);
+		struct cm_error e;
+
+		if (!th->alive || cm_perf_sampler_attach(s, th->tid, &e) == 0)
+			continue;
+		if (errno != ESRCH)
+			return cm_errorf(err, errno, "%s", e.text);
+	}
+	return 0;
+}
+
+int cm_collect_set_period(struct cm_collector *c, uint64_t period,
+			  struct cm_matrix *m, struct cm_error *err)
+{
+	struct cm_perf_config cfg;
+	struct cm_perf_sampler *s;
+	struct cm_perf_stats old;
+	struct drain_ctx d = { c, m, 0 };
+	int n;
+
+	if (!c || !period)
+		return cm_errorf(err, EINVAL, "collect: bad period");
+	cfg = c->pcfg;
+	if (c->backend == CM_COLLECT_HW)
+		cfg.hw_period = period;
+	else
+		cfg.period_ns = period;
+	s = cm_perf_sampler_new(&cfg, err);
+	if (!s)
+		return -1;
+	if (attach_all_live(c, s, err)) {
+		cm_perf_sampler_free(s);
+		return -1;
+	}
+	c->gen++;
+	cm_perf_sampler_read(c->s, m ? on_sample : NULL, &d);
+	cm_perf_sampler_stats(c->s, &old);
+	perf_add(&c->perf_base, &old);
+	cm_perf_sampler_free(c->s);
+	c->s = s;
+	c->pcfg = cfg;
+	c->st.samplers++;
+	n = cm_tracker_nthreads(c->tr);
+	if (ensure(c, n, cm_tracker_nprocs(c->tr)))
+		return cm_errorf(err, ENOMEM, "collect: out of memory");
+	for (int i = 0; i < n; i++) {
+		const struct cm_tracked_thread *th = cm_tracker_thread(c->tr, i);
+
+		c->threads[i].state = th->alive ? TH_ATTACHED : TH_GONE;
+	}
+	if (d.nomem)
+		return cm_errorf(err, ENOMEM, "collect: the matrix cannot "
+				 "grow (out of memory)");
+	return 0;
+}
+
+int cm_collect_pollfds(const struct cm_collector *c, struct pollfd *pfd,
+		       int max)
+{
+	return c ? cm_perf_sampler_pollfds(c->s, pfd, max) : 0;
+}
+
+uint64_t cm_collect_thread_samples(const struct cm_collector *c, int i)
+{
+	if (!c || i < 0 || i >= c->nthreads)
+		return 0;
+	return c->threads[i].samples;
+}
+
+const char *cm_collect_last_problem(const struct cm_collector *c)
+{
+	return c ? c->problem : "";
+}
+
+void cm_collect_forget(struct cm_collector *c)
+{
+	if (c)
+		cm_detect_table_clear(c->table);
+}
+
+void cm_collect_stats(const struct cm_collector *c,
+		      struct cm_collect_stats *st)
+{
+	struct cm_perf_stats ps;
+
+	memset(st, 0, sizeof(*st));
+	if (!c)
+		return;
+	*st = c->st;
+	cm_perf_sampler_stats(c->s, &ps);
+	perf_add(&ps, &c->perf_base);
+	st->backend = c->backend;
+	st->period = c->backend == CM_COLLECT_HW ? c->pcfg.hw_period
+		     : c->pcfg.period_ns;
+	st->samples = ps.samples;
+	st->lost = ps.lost;
+	st->throttle = ps.throttle;
+	st->malformed = ps.malformed;
+	st->kernel = ps.kernel;
+	cm_detect_stats(c->table, &st->table);
+	st->tasks = cm_perf_sampler_ntasks(c->s);
+	st->events_open = cm_perf_sampler_nevents(c->s);
+}

@@ -1,0 +1,191 @@
+/* collect.h: the node agent's collection pipeline, from "the tracker knows
+ * threads" to "the communication matrix grows".
+ *
+ *   tracker (proc_track.h) --sync--> perf sampler (perf_sample.h)
+ *   rings --drain--> identity check --> decoder (decode.h, sample backend)
+ *         --> key (detect_table.h maps: private or (dev, inode, offset))
+ *         --> sharer table (SPCD §III) --> struct cm_matrix
+ *
+ * The matrix is indexed by the tracker's thread index
+ * (cm_tracker_thread(t, i)), so the agent maps thread i to its identity
+ * (rank, creation index) with the tracker.
+ *
+ * Attaching (cm_collect_sync).  Events are inherited (perf_sample.h): a
+ * thread or process created by a sampled task after the event was opened
+ * is sampled through its creator's event, and attaching it as well would
+ * sample it twice.  So:
+ *   - every thread of a process seen for the first time is attached one by
+ *     one when the process is a root (cm_tracker_add_root), or its parent
+ *     process is not sampled, or at the first sync (they all existed
+ *     before any event);
+ *   - a later thread of a sampled process, and every thread of a new child
+ *     process of a sampled process, is presumed covered by inheritance and
+ *     not attached.  Its coverage is then checked from its own sample rate:
+ *     once it has run enough user CPU time for ~20 samples (read from
+ *     /proc/PID/task/TID/stat at later syncs), a thread with less than a
+ *     tenth of the expected samples was created by a thread before that
+ *     one was attached (a race between the tracker's scan and the attach)
+ *     and is attached then ("late_attached").  This needs the rings to be
+ *     drained between syncs (the agent's loop does drain, scan, sync).
+ *
+ * Draining (cm_collect_drain).  Per sample, without allocation or system
+ * call in the common case: tid -> tracker index (hash), identity check
+ * (the sample's pid must be the process the tracker has for that thread),
+ * samples of threads that are not ours dropped there, before decoding;
+ * then the decoder's per-IP cache (code bytes read from /proc/PID/mem only
+ * on a miss, one open fd per process), the process's maps snapshot
+ * (reloaded at most once per drain and process, on an address it does not
+ * cover), the sharer table and the matrix.
+ *
+ * Reading another process's code needs ptrace access to it (root, or the
+ * same user with kernel.yama.ptrace_scope 0, or a descendant with 1); a
+ * refusal is counted (code_read_fail) and described by
+ * cm_collect_last_problem().
+ *
+ * Not thread-safe: one collector per agent thread.  Functions return -1
+ * with errno and a message in the optional struct cm_error.  Details and
+ * measurements: docs/detection.md, "Pipeline".
+ */
+#ifndef COMMAP_NODEAGENT_COLLECT_H
+#define COMMAP_NODEAGENT_COLLECT_H
+
+#include <poll.h>
+#include <stdint.h>
+
+#include "commap/error.h"
+#include "commap/matrix.h"
+#include "decode.h"
+#include "detect_table.h"
+#include "perf_sample.h"
+#include "proc_track.h"
+
+enum cm_collect_backend {
+	CM_COLLECT_SAMPLE = 0,	/* software address sampling + decoder */
+	CM_COLLECT_HW,		/* PEBS / IBS: the PMU gives the address */
+	CM_COLLECT_AUTO,	/* hw where the probe says usable, else sample */
+};
+
+/* Name of a backend ("sample", "hw", "auto"); "?" if out of range. */
+const char *cm_collect_backend_name(enum cm_collect_backend b);
+/* Parse a name; 0 or -1/EINVAL. */
+int cm_collect_backend_parse(const char *name, enum cm_collect_backend *b);
+
+struct cm_collect_opts {
+	enum cm_collect_backend backend;	/* default CM_COLLECT_SAMPLE */
+	enum cm_perf_clock clock;	/* sample: default cpu-clock */
+	uint64_t period_ns;	/* sample: ns of CPU time per sample, 1 ms */
+	uint64_t hw_period;	/* hw: events per sample, 10007 */
+	unsigned ring_pages;	/* data pages per CPU ring, 64 */
+	unsigned block_shift;	/* block = 1 << shift bytes, 6..21, 12 */
+	uint64_t window_ns;	/* SPCD time window, 100 ms; 0 unbounded */
+	uint32_t table_slots;	/* sharer table slots, power of 2, 2^18 */
+	int lookback;		/* decoder look-back, 0..16, 4 */
+	unsigned decode_flags;	/* CM_DECODE_KEEP_*, 0 */
+	unsigned code_before;	/* code bytes read before IP on a decoder
+				 * miss, 16..496, 64 (docs/decoder.md) */
+	const char *proc_root;	/* NULL: "/proc" (maps and code) */
+	const char *sysfs_root;	/* hw probe; NULL: "/sys" */
+};
+
+/* Fill the defaults above. */
+void cm_collect_opts_default(struct cm_collect_opts *o);
+
+struct cm_collect_stats {
+	enum cm_collect_backend backend;	/* in use: SAMPLE or HW */
+	uint64_t period;	/* current period (ns, or events for hw) */
+	/* perf, summed over every sampler this collector had */
+	uint64_t samples;	/* sample records read */
+	uint64_t lost;		/* dropped by the kernel (ring full) */
+	uint64_t throttle;
+	uint64_t malformed;	/* corrupt ring data (resynced) */
+	uint64_t kernel;	/* hw samples in kernel mode, dropped */
+	/* identity: samples + ... dropped before decoding */
+	uint64_t foreign;	/* not a process of ours (or a reused tid) */
+	uint64_t unknown_tid;	/* our process, thread not yet scanned */
+	uint64_t ours;		/* samples of our threads (passed on) */
+	/* decoding (sample backend) */
+	uint64_t decoded;	/* samples that gave at least one address */
+	uint64_t decode_fail[CM_DECODE_NREASONS];	/* per reason */
+	uint64_t code_reads;	/* /proc/PID/mem reads (decoder misses) */
+	uint64_t code_read_fail;	/* IP not mapped or code unreadable */
+	/* keys */
+	uint64_t maps_loads;	/* /proc/PID/maps reads (first + refresh) */
+	uint64_t maps_refreshes;	/* reloads on an address not covered */
+	uint64_t unmapped;	/* address in no mapping: keyed private */
+	uint64_t shared_refs;	/* references keyed by (dev, inode, off) */
+	/* table */
+	uint64_t accesses;	/* references entered in the table */
+	uint64_t events;	/* communication events added to matrices */
+	struct cm_detect_stats table;
+	/* attaching */
+	uint64_t attached;	/* threads attached one by one */
+	uint64_t inherited;	/* presumed covered by inheritance */
+	uint64_t confirmed;	/* ... and confirmed by their sample rate */
+	uint64_t late_attached;	/* ... but not covered: attached */
+	uint64_t gone;		/* threads gone before they were attached */
+	uint64_t samplers;	/* samplers created (1 + period changes) */
+	int tasks, events_open;	/* of the current sampler */
+};
+
+struct cm_collector;
+
+/* New collector for the threads of tracker t (t must outlive it).
+ * Creates the decoder, the sharer table and a sampler with nothing
+ * attached yet.  backend HW without a usable PMU fails with ENOENT and the
+ * probe's reason; AUTO falls back to SAMPLE.  NULL with errno/err (EINVAL
+ * bad option, ENOMEM, ENOENT). */
+struct cm_collector *cm_collect_new(const struct cm_collect_opts *o,
+				    struct cm_tracker *t,
+				    struct cm_error *err);
+void cm_collect_free(struct cm_collector *c);
+
+/* Bring sampling up to date with the tracker (call after each
+ * cm_tracker_scan): attach the threads it found since the last call that
+ * inheritance does not cover (see the top of this file), check the
+ * coverage of presumed-inherited ones, forget exited processes' fds.
+ * Returns the number of threads attached now (>= 0); a thread gone
+ * meanwhile is skipped (counted in gone).  -1 with errno/err when perf
+ * refuses: EACCES/EPERM (the message names kernel.perf_event_paranoid),
+ * ENOENT/EOPNOTSUPP (event unsupported), EMFILE, ENOMEM — the agent logs
+ * the message and runs the job unpinned. */
+int cm_collect_sync(struct cm_collector *c, struct cm_error *err);
+
+/* Read every ring without blocking and add the communication events of
+ * every sample to m (indexed by the tracker's thread index; m grows when
+ * an index is beyond its size).  Returns the number of samples read
+ * (ours or not), -1/ENOMEM when m could not grow (the rest of the
+ * samples read are still counted), -1/EINVAL on NULL arguments. */
+long cm_collect_drain(struct cm_collector *c, struct cm_matrix *m,
+		      struct cm_error *err);
+
+/* Change the sampling period (ns for sample, events for hw).  The kernel
+ * does not pass a new period on to inherited events, so this drains the
+ * current rings into m (NULL: their samples are discarded), creates a new
+ * sampler and attaches every live thread of the tracker one by one, then
+ * closes the old one.  Cost: one perf_event_open + ioctl per (thread,
+ * CPU) and one ring mmap per CPU, ~0.1 ms per thread on 2 CPUs (measured
+ * in docs/detection.md); call it rarely (the agent's adaptive loop, not
+ * per interval).  On failure the old sampler stays in use. */
+int cm_collect_set_period(struct cm_collector *c, uint64_t period,
+			  struct cm_matrix *m, struct cm_error *err);
+
+/* Poll descriptors of the rings (POLLIN when a ring is a quarter full);
+ * returns how many were written.  They change after set_period. */
+int cm_collect_pollfds(const struct cm_collector *c, struct pollfd *pfd,
+		       int max);
+
+/* Samples of tracker thread i passed on so far (0 if unknown). */
+uint64_t cm_collect_thread_samples(const struct cm_collector *c, int i);
+
+/* The last non-fatal problem met (code or maps unreadable, ...), "" if
+ * none: lets the agent log one line about degraded detection. */
+const char *cm_collect_last_problem(const struct cm_collector *c);
+
+/* Forget every block of the sharer table (e.g. after a phase change);
+ * counters stay. */
+void cm_collect_forget(struct cm_collector *c);
+
+void cm_collect_stats(const struct cm_collector *c,
+		      struct cm_collect_stats *st);
+
+#endif
