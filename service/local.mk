@@ -44,13 +44,15 @@ service_commap_service_SOURCES = $(SERVICE_CORE) \
 	service/svc_auth.h service/svc_auth.c \
 	service/svc_metrics.h service/svc_metrics.c \
 	service/svc_api.h service/svc_api.c \
-	service/svc_http.h service/svc_http.c
+	service/svc_http.h service/svc_http.c \
+	service/svc_web.h service/svc_web.c
 nodist_service_commap_service_SOURCES = service/sql_migrations.c
 service_commap_service_CFLAGS = $(SERVICE_CFLAGS) $(MHD_CFLAGS) \
 	$(SQLITE_CFLAGS) $(MUNGE_CFLAGS) -pthread
-service_commap_service_CPPFLAGS = $(AM_CPPFLAGS) \
+service_commap_service_CPPFLAGS = $(AM_CPPFLAGS) $(REPORT_CPPFLAGS) \
 	-DSYSCONFDIR='"$(sysconfdir)"'
-service_commap_service_LDADD = lib/libcommap.la $(MHD_LIBS) \
+service_commap_service_LDADD = report/librender.la lib/libcommap.la \
+	$(MHD_LIBS) \
 	$(SQLITE_LIBS) $(MUNGE_LIBS) $(JANSSON_LIBS) -lpthread -lm
 
 SERVICE_DB_TESTS = tests/service/test_svc_db.t
@@ -67,12 +69,25 @@ tests_service_test_svc_db_t_LDADD = lib/libcommap.la $(SQLITE_LIBS) \
 # Integration: the real daemon on loopback, real munge, real users.
 SERVICE_INTEGRATION_TESTS = \
 	tests/service/t0600-service-api.sh \
-	tests/service/t0610-service-kill.sh
+	tests/service/t0610-service-kill.sh \
+	tests/service/t0620-web.sh \
+	tests/service/t0630-chromium.sh
 TESTS += $(SERVICE_INTEGRATION_TESTS)
+
+# Benchmark (built by make check, run by hand: docs/PERFORMANCE.md,
+# "Service"): tests/bench/service/run-service.sh.
+check_PROGRAMS += tests/bench/service/bench_service
+tests_bench_service_bench_service_SOURCES = \
+	tests/bench/service/bench_service.c
+tests_bench_service_bench_service_CFLAGS = $(AM_CFLAGS) $(MUNGE_CFLAGS) \
+	-pthread
+tests_bench_service_bench_service_LDADD = $(MUNGE_LIBS) -lpthread
 endif
 EXTRA_DIST += tests/service/t0600-service-api.sh \
 	tests/service/t0610-service-kill.sh tests/service/service-lib.sh \
-	tests/service/upload-stream.py
+	tests/service/upload-stream.py \
+	tests/service/t0620-web.sh tests/service/t0630-chromium.sh \
+	tests/service/web-check.py tests/bench/service/run-service.sh
 
 # Fuzz target for the upload parser (tests/fuzz/standalone_driver.c runs it
 # over tests/fuzz/corpus/result_upload/ plus mutations in make check;

@@ -39,6 +39,8 @@ void svc_config_defaults(struct svc_config *c)
 	c->max_connections = 256;
 	c->timeout_s = 30;
 	c->sync_full = 0;
+	c->web_auth = SVC_WEB_AUTH_MUNGE;
+	strcpy(c->web_user_header, "X-Remote-User");
 }
 
 /* An unsigned decimal in [lo, hi]; no sign, no spaces, no trailing text. */
@@ -249,10 +251,43 @@ static int set_sync(struct svc_config *c, const char *key, const char *value,
 	return 0;
 }
 
+static int set_web_auth(struct svc_config *c, const char *key,
+			const char *value, struct cm_error *err)
+{
+	if (strcmp(value, "munge") == 0)
+		c->web_auth = SVC_WEB_AUTH_MUNGE;
+	else if (strcmp(value, "trusted-header") == 0)
+		c->web_auth = SVC_WEB_AUTH_TRUSTED_HEADER;
+	else if (strcmp(value, "none") == 0)
+		c->web_auth = SVC_WEB_AUTH_NONE;
+	else
+		return cm_errorf(err, EINVAL,
+				 "%s: '%s' is not 'munge', 'trusted-header' or 'none'",
+				 key, value);
+	return 0;
+}
+
+/* An HTTP header name: letters, digits and '-'. */
+static int set_header_name(char *dst, size_t size, const char *key,
+			   const char *value, struct cm_error *err)
+{
+	size_t i, n = strlen(value);
+
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)value[i]) && value[i] != '-')
+			break;
+	if (n == 0 || i < n || n >= size)
+		return cm_errorf(err, EINVAL,
+				 "%s: '%s' is not a header name (1-%zu of A-Z a-z 0-9 -)",
+				 key, value, size - 1);
+	memcpy(dst, value, n + 1);
+	return 0;
+}
+
 static const char *const config_keys[] = {
 	"listen", "database", "admins", "writers", "slurm_user",
 	"munge_socket", "max_body", "log_level", "threads",
-	"max_connections", "timeout", "sync",
+	"max_connections", "timeout", "sync", "web_auth", "web_user_header",
 };
 #define N_CONFIG_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 
@@ -308,6 +343,12 @@ int svc_config_set(struct svc_config *c, const char *key, const char *value,
 		return set_uint(&c->timeout_s, key, value, 1, 3600, err);
 	case 11:
 		return set_sync(c, key, value, err);
+	case 12:
+		return set_web_auth(c, key, value, err);
+	case 13:
+		return set_header_name(c->web_user_header,
+				       sizeof(c->web_user_header), key, value,
+				       err);
 	}
 	return cm_errorf(err, EINVAL, "%s: unknown key", key);
 }

@@ -23,6 +23,14 @@ enum svc_log_level {
 	SVC_LOG_DEBUG,
 };
 
+/* web_auth: munge only (default); a user name in web_user_header from a
+ * reverse proxy on loopback; or no authentication (loopback only). */
+enum svc_web_auth {
+	SVC_WEB_AUTH_MUNGE,
+	SVC_WEB_AUTH_TRUSTED_HEADER,
+	SVC_WEB_AUTH_NONE,
+};
+
 /* Users ("alice") and groups ("@hpc") in configuration order. */
 struct svc_name_list {
 	size_t n;
@@ -43,6 +51,10 @@ struct svc_config {
 	unsigned max_connections;
 	unsigned timeout_s;		/* idle connection timeout */
 	int sync_full;			/* PRAGMA synchronous=FULL */
+	/* Web pages (docs/reports.md): who a browser request is when it
+	 * carries no munge credential. */
+	enum svc_web_auth web_auth;
+	char web_user_header[64];	/* set by a reverse proxy */
 };
 
 /* Fill every field with its default (docs/service.md). */

@@ -4,6 +4,8 @@
  * collected (bounded by max_body) and the request handed to svc_api. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 #include "svc_http.h"
 #include "svc_log.h"
 #include "svc_metrics.h"
+#include "svc_web.h"
 
 #define PATH_MAX_LOG 256
 
@@ -24,6 +27,7 @@ struct svc_http {
 	const struct svc_auth *auth;
 	struct svc_api api;
 	unsigned port;
+	void *web;		/* svc_web_start() */
 };
 
 struct request {
@@ -70,6 +74,16 @@ static enum MHD_Result send_response(struct MHD_Connection *conn,
 					rs->allow);
 	if (rs->status == 401)
 		MHD_add_response_header(resp, "WWW-Authenticate", "munge");
+	/* Pages are static HTML+SVG: no script may run even if escaping
+	 * ever failed. */
+	if (rs->content_type &&
+	    strncmp(rs->content_type, "text/html", 9) == 0) {
+		MHD_add_response_header(resp, "Content-Security-Policy",
+			"default-src 'none'; style-src 'unsafe-inline'; "
+			"img-src data:; form-action 'self'");
+		MHD_add_response_header(resp, "X-Content-Type-Options",
+					"nosniff");
+	}
 	ret = MHD_queue_response(conn, rs->status, resp);
 	MHD_destroy_response(resp);
 	rq->responded = 1;
@@ -83,8 +97,79 @@ static enum MHD_Result send_error(struct MHD_Connection *conn,
 {
 	struct svc_api_response rs = { 0 };
 
-	svc_api_error(&rs, status, "%s", text);
+	if (svc_web_is_page(rq->path))
+		svc_web_error(&rs, status, "%s", text);
+	else
+		svc_api_error(&rs, status, "%s", text);
 	return send_response(conn, rq, &rs);
+}
+
+/* Is the client on this host (a reverse proxy in front of us)? */
+static int peer_is_loopback(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn,
+		MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	if (!sa)
+		return 0;
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr)
+			>> 24) == 127;
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a =
+			&((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return 0;
+}
+
+/* A web page without a munge credential: the web_auth policy decides
+ * (docs/reports.md).  Both alternatives to munge trust only loopback
+ * peers. */
+static enum MHD_Result web_begin(struct svc_http *h,
+				 struct MHD_Connection *conn,
+				 struct request *rq)
+{
+	const char *name;
+	struct passwd pw, *res = NULL;
+	char buf[4096], text[256];
+
+	if (h->config->web_auth == SVC_WEB_AUTH_MUNGE)
+		return send_error(conn, rq, 401,
+			"this page needs a munge credential (X-Munge-Credential); "
+			"for browsers set web_auth (docs/reports.md)");
+	if (!peer_is_loopback(conn))
+		return send_error(conn, rq, 403,
+			"web_auth: only requests from this host (a reverse proxy) "
+			"may omit the munge credential");
+	if (h->config->web_auth == SVC_WEB_AUTH_NONE) {
+		memset(&rq->caller, 0, sizeof(rq->caller));
+		rq->caller.uid = 65534;
+		rq->caller.gid = 65534;
+		strcpy(rq->caller.user, "anonymous");
+		rq->caller.is_admin = 1;	/* web_auth = none: read all */
+		rq->authenticated = 1;
+		return MHD_YES;
+	}
+	name = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					   h->config->web_user_header);
+	if (!name || !*name) {
+		snprintf(text, sizeof(text), "missing %s header (web_auth = "
+			 "trusted-header)", h->config->web_user_header);
+		return send_error(conn, rq, 401, text);
+	}
+	if (getpwnam_r(name, &pw, buf, sizeof(buf), &res) != 0 || !res) {
+		snprintf(text, sizeof(text), "%s: unknown user '%.64s'",
+			 h->config->web_user_header, name);
+		return send_error(conn, rq, 403, text);
+	}
+	svc_auth_classify(h->auth, (uint32_t)res->pw_uid,
+			  (uint32_t)res->pw_gid, &rq->caller);
+	rq->authenticated = 1;
+	return MHD_YES;
 }
 
 /* First call: who is it, may they, and is the announced body too big? */
@@ -96,6 +181,10 @@ static enum MHD_Result request_begin(struct svc_http *h,
 	const char *cred, *clen;
 	struct cm_error e = { "" };
 
+	if (svc_web_is_page(rq->path) &&
+	    !MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					 "X-Munge-Credential"))
+		return web_begin(h, conn, rq);
 	if (need == SVC_ROUTE_PUBLIC)
 		return MHD_YES;
 	cred = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
@@ -188,7 +277,10 @@ static enum MHD_Result request_finish(struct svc_http *h,
 	arq.body_len = rq->len;
 	arq.body_too_large = rq->too_large;
 	arq.caller = rq->authenticated ? &rq->caller : NULL;
-	svc_api_handle(&h->api, &arq, &rs);
+	if (svc_web_is_page(rq->path))
+		svc_web_handle(&h->api, &arq, &rs);
+	else
+		svc_api_handle(&h->api, &arq, &rs);
 	json_decref(query);
 	return send_response(conn, rq, &rs);
 }
@@ -280,6 +372,7 @@ struct svc_http *svc_http_start(const struct svc_config *config,
 	h->auth = auth;
 	h->api.config = config;
 	h->api.pool = pool;
+	h->web = svc_web_start();
 	if (inet_pton(AF_INET, config->listen_host, &a4.sin_addr) == 1) {
 		a4.sin_family = AF_INET;
 		a4.sin_port = htons((uint16_t)config->listen_port);
@@ -305,6 +398,7 @@ struct svc_http *svc_http_start(const struct svc_config *config,
 	if (!h->daemon) {
 		cm_errorf(err, EADDRNOTAVAIL, "listen: cannot serve on %s:%u",
 			  config->listen_host, config->listen_port);
+		svc_web_stop(h->web);
 		free(h);
 		return NULL;
 	}
@@ -323,5 +417,6 @@ void svc_http_stop(struct svc_http *h)
 	if (!h)
 		return;
 	MHD_stop_daemon(h->daemon);
+	svc_web_stop(h->web);
 	free(h);
 }

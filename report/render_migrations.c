@@ -1,0 +1,236 @@
+/* render_migrations.c: thread migrations over time.  One lane per
+ * thread (all of them up to MAX_LANES, otherwise the threads that moved),
+ * a mark per move, the mappings applied (timeline) as vertical lines, and
+ * the mapping cost over time as a step plot above the lanes. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "render_internal.h"
+
+#define MAX_LANES 64
+#define LANE_H 12
+#define LEFT 72
+#define PLOT_W 620
+#define COST_H 60
+#define TOP 24
+#define LABELLED_MAX 150	/* write "from→to" next to the marks */
+
+struct lanes {
+	int *lane_of;		/* thread -> lane, -1 if not shown */
+	int n;			/* lanes */
+	int hidden;		/* threads that moved but have no lane */
+};
+
+static int lanes_init(struct lanes *l, const struct cm_report *r)
+{
+	char *moved = calloc((size_t)r->nthreads + 1, 1);
+	int i, all = r->nthreads <= MAX_LANES;
+
+	l->lane_of = malloc(((size_t)r->nthreads + 1) * sizeof(int));
+	l->n = l->hidden = 0;
+	if (!moved || !l->lane_of) {
+		free(moved);
+		free(l->lane_of);
+		return -1;
+	}
+	for (i = 0; i < r->nmigrations; i++)
+		moved[r->migrations[i].thread] = 1;
+	for (i = 0; i < r->nthreads; i++) {
+		l->lane_of[i] = -1;
+		if (!all && !moved[i])
+			continue;
+		if (l->n < MAX_LANES)
+			l->lane_of[i] = l->n++;
+		else
+			l->hidden++;
+	}
+	free(moved);
+	return 0;
+}
+
+static double span_of(const struct cm_report *r)
+{
+	double t = r->duration_s > 0 ? r->duration_s : 0;
+
+	if (r->nmigrations && r->migrations[r->nmigrations - 1].t > t)
+		t = r->migrations[r->nmigrations - 1].t;
+	if (r->nsteps && r->timeline[r->nsteps - 1].t > t)
+		t = r->timeline[r->nsteps - 1].t;
+	return t > 0 ? t : 1;
+}
+
+static void axis(FILE *out, double span, double y)
+{
+	int k;
+
+	fprintf(out, "<g class=\"axis\" fill=\"#333\">"
+		"<line x1=\"%d\" y1=\"%.0f\" x2=\"%d\" y2=\"%.0f\" "
+		"stroke=\"#333\"/>\n", LEFT, y, LEFT + PLOT_W, y);
+	for (k = 0; k <= 5; k++) {
+		double x = LEFT + PLOT_W * k / 5.0;
+
+		fprintf(out, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" "
+			"y2=\"%.0f\" stroke=\"#333\"/><text x=\"%.1f\" "
+			"y=\"%.0f\" text-anchor=\"middle\">", x, y, x, y + 4,
+			x, y + 15);
+		rd_number(out, span * k / 5.0);
+		fputs(k == 5 ? " s</text>\n" : "</text>\n", out);
+	}
+	fputs("</g>\n", out);
+}
+
+/* The cost of the mapping in force over time. */
+static void cost_plot(FILE *out, const struct cm_report *r, double span)
+{
+	double hi = 0, x0, y0;
+	int i, n = 0;
+
+	for (i = 0; i < r->nsteps; i++)
+		if (r->timeline[i].cost >= 0) {
+			n++;
+			hi = r->timeline[i].cost > hi ? r->timeline[i].cost :
+			     hi;
+		}
+	if (n == 0)
+		return;
+	fprintf(out, "<g class=\"cost\"><text x=\"%d\" y=\"%d\" "
+		"text-anchor=\"end\">cost</text><text x=\"%d\" y=\"%d\" "
+		"text-anchor=\"end\" fill=\"#666\">", LEFT - 4, TOP + 12,
+		LEFT - 4, TOP + 24);
+	rd_number(out, hi);
+	fputs("</text><polyline fill=\"none\" stroke=\"#d62728\" "
+	      "stroke-width=\"1.5\" points=\"", out);
+	x0 = -1;
+	y0 = 0;
+	for (i = 0; i < r->nsteps; i++) {
+		const struct cm_report_step *s = &r->timeline[i];
+		double x = LEFT + PLOT_W * s->t / span;
+		double y = TOP + COST_H - (hi > 0 ? s->cost / hi : 0) *
+			   (COST_H - 8);
+
+		if (s->cost < 0)
+			continue;
+		if (x0 >= 0)
+			fprintf(out, "%.1f,%.1f ", x, y0);
+		fprintf(out, "%.1f,%.1f ", x, y);
+		x0 = x;
+		y0 = y;
+	}
+	fprintf(out, "%d,%.1f\"/></g>\n", LEFT + PLOT_W, y0);
+}
+
+static void timeline_lines(FILE *out, const struct cm_report *r,
+			   double span, double bottom)
+{
+	int i;
+
+	fputs("<g class=\"mappings\" stroke=\"#999\" "
+	      "stroke-dasharray=\"3,3\">\n", out);
+	for (i = 0; i < r->nsteps; i++) {
+		const struct cm_report_step *s = &r->timeline[i];
+		double x = LEFT + PLOT_W * s->t / span;
+
+		fprintf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" "
+			"y2=\"%.0f\"><title>t=", x, TOP, x, bottom);
+		rd_number(out, s->t);
+		fputs(" s: mapping applied", out);
+		if (s->reason) {
+			fputs(" (", out);
+			cm_render_escape(out, s->reason);
+			fputs(")", out);
+		}
+		if (s->cost >= 0) {
+			fputs(", cost ", out);
+			rd_number(out, s->cost);
+		}
+		fputs("</title></line>\n", out);
+	}
+	fputs("</g>\n", out);
+}
+
+static void lane_marks(FILE *out, const struct cm_report *r,
+		       const struct lanes *l, double span, double top)
+{
+	int i, labelled = r->nmigrations <= LABELLED_MAX;
+
+	fputs("<g class=\"lanes\">\n", out);
+	for (i = 0; i < r->nthreads; i++) {
+		double y = top + l->lane_of[i] * LANE_H + LANE_H / 2.0;
+
+		if (l->lane_of[i] < 0)
+			continue;
+		fprintf(out, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" "
+			"dominant-baseline=\"middle\" font-size=\"9\">%s</text>"
+			"<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
+			"stroke=\"#ddd\"/>\n", LEFT - 4, y,
+			r->threads[i].label, LEFT, y, LEFT + PLOT_W, y);
+	}
+	for (i = 0; i < r->nmigrations; i++) {
+		const struct cm_report_migration *m = &r->migrations[i];
+		double x = LEFT + PLOT_W * m->t / span;
+		double y = top + l->lane_of[m->thread] * LANE_H + LANE_H / 2.0;
+
+		if (l->lane_of[m->thread] < 0)
+			continue;
+		fprintf(out, "<circle class=\"migration\" cx=\"%.1f\" "
+			"cy=\"%.1f\" r=\"3.5\" fill=\"#1f77b4\"><title>t=", x,
+			y);
+		rd_number(out, m->t);
+		fprintf(out, " s: %s moved from PU %d to PU %d</title>"
+			"</circle>", r->threads[m->thread].label, m->from,
+			m->to);
+		if (labelled)
+			fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" "
+				"font-size=\"8\" fill=\"#1f77b4\">"
+				"%d\xe2\x86\x92%d</text>", x + 5, y - 1, m->from, m->to);
+		fputs("\n", out);
+	}
+	fputs("</g>\n", out);
+}
+
+int rd_migrations(FILE *out, const struct cm_report *r,
+		  const struct cm_render_opts *opts, int standalone,
+		  int suffix)
+{
+	struct lanes l;
+	double span = span_of(r), lanes_top = TOP + COST_H + 8, bottom;
+	char title[96];
+
+	(void)opts;
+	if (lanes_init(&l, r) < 0)
+		return -1;
+	bottom = lanes_top + (l.n ? l.n : 1) * LANE_H;
+	snprintf(title, sizeof(title), "Migrations over time: %d moves, "
+		 "%d mappings applied", r->nmigrations, r->nsteps);
+	rd_svg_open(out, "migrations", suffix, standalone,
+		    LEFT + PLOT_W + 24, bottom + 48, title);
+	fprintf(out, "<text x=\"%d\" y=\"14\">%d migration%s, %d mapping%s "
+		"applied</text>\n", LEFT, r->nmigrations,
+		r->nmigrations == 1 ? "" : "s", r->nsteps,
+		r->nsteps == 1 ? "" : "s");
+	cost_plot(out, r, span);
+	timeline_lines(out, r, span, bottom);
+	if (r->nmigrations == 0)
+		fprintf(out, "<text class=\"none\" x=\"%d\" y=\"%.0f\" "
+			"fill=\"#555\">no thread migrated</text>\n", LEFT + 8,
+			lanes_top + LANE_H);
+	lane_marks(out, r, &l, span, lanes_top);
+	axis(out, span, bottom + 4);
+	if (l.hidden)
+		fprintf(out, "<text x=\"%d\" y=\"%.0f\" fill=\"#555\">and %d "
+			"more threads moved</text>\n", LEFT, bottom + 40,
+			l.hidden);
+	fputs("</svg>\n", out);
+	free(l.lane_of);
+	return 0;
+}
+
+int cm_render_migrations_svg(FILE *out, const struct cm_report *r,
+			     const struct cm_render_opts *opts, int standalone,
+			     struct cm_error *err)
+{
+	if (rd_migrations(out, r, opts, standalone, -1) < 0)
+		return cm_errorf(err, ENOMEM, "out of memory");
+	return rd_finish(out, err);
+}

@@ -1,0 +1,384 @@
+/* test_render.c: the report library on edge cases: parsing (refusals
+ * name the field), labels, escaping (XSS, invalid UTF-8, control bytes),
+ * heatmap cells/labels/legend at 1, 4 and 256 threads, the topology
+ * drawn from a synthetic description restricted to a cpuset with holes,
+ * the fallback grid, migrations, and the three pages. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render.h"
+#include "tap.h"
+
+/* Render with fn into a malloc'd string. */
+#define RENDER(buf, call) do { \
+	size_t len_; \
+	FILE *f_ = open_memstream(&(buf), &len_); \
+	rc = (call); \
+	fclose(f_); \
+} while (0)
+
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	while ((hay = strstr(hay, needle))) {
+		n++;
+		hay += strlen(needle);
+	}
+	return n;
+}
+
+/* A result with n threads in ranks of rank_size threads, a ring of edges
+ * (weight w, plus i for variety), the identity of the first thread on
+ * PU os_base + i, and one migration. */
+static json_t *make_result(int n, int rank_size, double w,
+			   const char *synthetic, const char *cpuset,
+			   const char *argv0)
+{
+	json_t *threads = json_array(), *edges = json_array();
+	json_t *pus = json_array(), *doc;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		json_array_append_new(threads, json_pack("{s:i, s:i, s:i, s:f}",
+			"index", i, "rank", i / rank_size, "tid", 100 + i,
+			"cpu_s", 1.0));
+		if (n > 1 && i + 1 < n)
+			json_array_append_new(edges, json_pack("[i, i, f]", i,
+				i + 1, w + i));
+		json_array_append_new(pus, json_integer(i));
+	}
+	doc = json_pack("{s:s, s:i, s:{s:i, s:i, s:s, s:s, s:i, s:s, s:[s, s],"
+		" s:i, s:i}, s:s, s:s, s:s, s:s, s:{s:s*, s:i, s:s*, s:b},"
+		" s:o, s:o, s:[{s:f, s:o, s:f, s:s}],"
+		" s:[{s:f, s:i, s:i, s:i}],"
+		" s:{s:i, s:i, s:i, s:f}}",
+		"format", "commap-result", "version", 1,
+		"identity", "job", 42, "step", 0, "node", "n<1>",
+		"user", "alice&bob", "uid", 1000,
+		"executable", "/opt/<b>app", "argv", argv0, "-x",
+		"ranks", (n + rank_size - 1) / rank_size, "threads", n,
+		"mode", "dynamic", "backend", "sample",
+		"started_at", "2026-11-22T14:00:00Z",
+		"ended_at", "2026-11-22T14:01:10Z",
+		"topology", "cpuset", cpuset, "pus", n, "synthetic", synthetic,
+		"dry_run", 0,
+		"threads", threads, "edges", edges,
+		"timeline", "t", 0.2, "pu_of_thread", pus, "cost", 12.0,
+		"reason", "initial",
+		"migrations", "t", 3.5, "thread", n > 1 ? 1 : 0, "from", 3,
+		"to", 1,
+		"stats", "samples", 1000, "lost", 0, "decoded", 990,
+		"agent_cpu_s", 0.12);
+	return doc;
+}
+
+static void test_parse_errors(void)
+{
+	static const struct {
+		const char *json, *field;
+	} bad[] = {
+		{ "[]", "result" },
+		{ "{\"format\":\"x\",\"version\":1}", "format" },
+		{ "{\"format\":\"commap-result\",\"version\":2}", "version" },
+		{ "{\"format\":\"commap-result\",\"version\":1}", "threads" },
+		{ "{\"format\":\"commap-result\",\"version\":1,\"threads\":[{}],"
+		  "\"edges\":[[0,0,1]]}", "edges[0]" },
+		{ "{\"format\":\"commap-result\",\"version\":1,\"threads\":[{},{}],"
+		  "\"edges\":[[0,2,1]]}", "edges[0]" },
+		{ "{\"format\":\"commap-result\",\"version\":1,\"threads\":[{},{}],"
+		  "\"edges\":[[0,1,-1]]}", "edges[0][2]" },
+		{ "{\"format\":\"commap-result\",\"version\":1,\"threads\":[{},{}],"
+		  "\"edges\":[[0,1]]}", "edges[0]" },
+		{ "{\"format\":\"commap-result\",\"version\":1,\"threads\":[3]}",
+		  "threads[0]" },
+		{ "{\"format\":\"commap-result\",\"version\":1,\"threads\":[{}],"
+		  "\"migrations\":[{\"thread\":1}]}", "migrations[0]" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *doc = json_loads(bad[i].json, 0, NULL);
+		struct cm_report *r = (struct cm_report *)1;
+		struct cm_error e = { "" };
+		int rc = cm_report_parse(&r, doc, &e);
+
+		ok(rc == -1 && r == NULL && strncmp(e.text, bad[i].field,
+			strlen(bad[i].field)) == 0,
+		   "refused %s: %s", bad[i].json, e.text);
+		json_decref(doc);
+	}
+}
+
+static void test_parse(void)
+{
+	json_t *doc = make_result(6, 4, 2.0, "pack:1 core:8 pu:1", "0-7",
+				  "app");
+	struct cm_report *r;
+	struct cm_error e = { "" };
+
+	ok(cm_report_parse(&r, doc, &e) == 0, "a valid result parses");
+	is_int(r->nthreads, 6, "6 threads");
+	is_str(r->threads[0].label, "r0.t0", "label of thread 0");
+	is_str(r->threads[3].label, "r0.t3", "label of thread 3");
+	is_str(r->threads[4].label, "r1.t0", "rank 1 restarts at t0");
+	is_int(r->nedges, 5, "5 edges");
+	is_double(r->matrix[1 * 6 + 2], 3.0, 1e-12, "matrix is symmetric (a)");
+	is_double(r->matrix[2 * 6 + 1], 3.0, 1e-12, "matrix is symmetric (b)");
+	is_double(r->max_weight, 6.0, 1e-12, "max weight");
+	is_double(r->duration_s, 70, 1e-9, "duration from the timestamps");
+	is_int(r->threads[5].final_pu, 5, "final PU from the timeline");
+	is_int(r->threads[1].final_pu, 1,
+	       "a migration after the last mapping decides the final PU");
+	json_decref(doc);	/* the report holds its own reference */
+	is_str(r->node, "n<1>", "borrowed strings stay valid");
+	cm_report_free(r);
+
+	doc = json_loads("{\"format\":\"commap-result\",\"version\":1,"
+			 "\"threads\":[{},{},{}]}", 0, NULL);
+	ok(cm_report_parse(&r, doc, &e) == 0, "a minimal result parses");
+	is_str(r->threads[2].label, "t2", "no ranks: plain t<n> labels");
+	is_int(r->threads[2].final_pu, -1, "no timeline: not placed");
+	is_double(r->duration_s, -1, 0, "no timestamps: unknown duration");
+	cm_report_free(r);
+	json_decref(doc);
+}
+
+static void test_escape(void)
+{
+	static const struct {
+		const char *in, *out;
+	} t[] = {
+		{ "", "" },
+		{ "plain", "plain" },
+		{ "<script>alert('x')</script>",
+		  "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" },
+		{ "a&b \"q\"", "a&amp;b &quot;q&quot;" },
+		{ "caf\xc3\xa9", "caf\xc3\xa9" },
+		{ "bad\xff", "bad\xef\xbf\xbd" },
+		{ "\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd" },	/* overlong */
+		{ "\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
+		{ "bell\x07", "bell\xef\xbf\xbd" },
+		{ "tab\tnl\n", "tab\tnl\n" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		char *buf = NULL;
+		int rc;
+
+		RENDER(buf, cm_render_escape(f_, t[i].in));
+		ok(rc == 0 && strcmp(buf, t[i].out) == 0, "escape case %zu",
+		   i);
+		free(buf);
+	}
+}
+
+static void test_heatmap(void)
+{
+	struct cm_render_opts o = { 0 };
+	struct cm_report *r;
+	json_t *doc;
+	char *buf = NULL;
+	int rc;
+
+	doc = make_result(256, 16, 1.0, "pack:2 core:64 pu:2", "0-255",
+			  "app");
+	cm_report_parse(&r, doc, NULL);
+	RENDER(buf, cm_render_heatmap_svg(f_, r, &o, 1, NULL));
+	ok(rc == 0, "256-thread heatmap renders");
+	ok(strncmp(buf, "<?xml", 5) == 0, "standalone: XML declaration");
+	ok(strstr(buf, "id=\"heatmap\"") != NULL, "root id");
+	is_int(count(buf, "class=\"row\""), 32,
+	       "labels thinned to 32 per axis at 256 threads");
+	ok(strstr(buf, ">r15.t8<") && strstr(buf, ">r0.t0<") &&
+	   !strstr(buf, ">r15.t9<"), "every 8th thread labelled r<k>.t<n>");
+	ok(strstr(buf, "class=\"legend\"") != NULL, "a legend");
+	ok(strstr(buf, "width=\"2\" height=\"2\"") != NULL,
+	   "2 px cells at 256 threads");
+	ok(strstr(buf, "(log scale)") == NULL, "auto: linear for 1..256");
+	free(buf);
+	o.scale = CM_RENDER_SCALE_LOG;
+	o.max_labels = 8;
+	RENDER(buf, cm_render_heatmap_svg(f_, r, &o, 0, NULL));
+	ok(strstr(buf, "(log scale)") != NULL, "log scale on request");
+	is_int(count(buf, "class=\"row\""), 8, "max_labels 8");
+	ok(strncmp(buf, "<svg", 4) == 0, "inline: no XML declaration");
+	free(buf);
+	cm_report_free(r);
+	json_decref(doc);
+
+	doc = make_result(1, 1, 1.0, NULL, "0", "app");
+	cm_report_parse(&r, doc, NULL);
+	RENDER(buf, cm_render_heatmap_svg(f_, r, NULL, 1, NULL));
+	ok(rc == 0 && strstr(buf, "no communication recorded"),
+	   "one thread: says there is no communication");
+	free(buf);
+	cm_report_free(r);
+	json_decref(doc);
+
+	doc = make_result(4, 4, 3.0, NULL, "0-3", "app");
+	cm_report_parse(&r, doc, NULL);
+	RENDER(buf, cm_render_heatmap_svg(f_, r, NULL, 1, NULL));
+	is_int(count(buf, "<rect class=\"h"), 6 + 32,
+	       "4 threads, 3 edges: 6 cells (both halves) + 32 legend steps");
+	ok(strstr(buf, "<title>r0.t1 \xe2\x86\x94 r0.t2: 4</title>") != NULL,
+	   "small matrices get a tooltip per cell");
+	free(buf);
+	cm_report_free(r);
+	json_decref(doc);
+
+	doc = make_result(1500, 100, 1.0, NULL, NULL, "app");
+	cm_report_parse(&r, doc, NULL);
+	ok(r->matrix == NULL, "no dense matrix above 1024 threads");
+	RENDER(buf, cm_render_heatmap_svg(f_, r, NULL, 1, NULL));
+	ok(rc == 0 && strstr(buf, "3 threads per cell"),
+	   "1500 threads: binned, and the legend says so");
+	free(buf);
+	cm_report_free(r);
+	json_decref(doc);
+}
+
+static void test_topology(void)
+{
+	struct cm_report *r;
+	json_t *doc;
+	char *buf = NULL;
+	int rc;
+
+	/* 8 threads on a 16-PU machine restricted to 0-3,8-11 (holes). */
+	doc = make_result(8, 8, 1.0, "pack:2 core:4 pu:2", "0-3,8-11", "app");
+	cm_report_parse(&r, doc, NULL);
+	RENDER(buf, cm_render_topology_svg(f_, r, NULL, 1, NULL));
+	ok(rc == 0, "topology renders");
+	is_int(count(buf, "<g class=\"pu"), 8, "8 allowed PUs drawn");
+	ok(strstr(buf, "data-os=\"8\"") && !strstr(buf, "data-os=\"4\""),
+	   "the cpuset's holes are not drawn");
+	ok(count(buf, "Package") >= 2, "two packages");
+	ok(count(buf, "class=\"obj Core\"") == 4, "4 cores with SMT drawn");
+	ok(strstr(buf, "not on a drawn PU") != NULL,
+	   "threads on PUs outside the cpuset are listed");
+	ok(strstr(buf, ">r0.t0<") != NULL, "a thread label on its PU");
+	free(buf);
+	cm_report_free(r);
+	json_decref(doc);
+
+	doc = make_result(4, 4, 1.0, NULL, "0-3", "app");
+	cm_report_parse(&r, doc, NULL);
+	RENDER(buf, cm_render_topology_svg(f_, r, NULL, 1, NULL));
+	ok(rc == 0 && strstr(buf, "no topology description"),
+	   "no synthetic: the fallback grid, with a note");
+	is_int(count(buf, "<g class=\"pu used\""), 4, "4 PUs in use");
+	free(buf);
+	cm_report_free(r);
+	json_decref(doc);
+
+	doc = make_result(4, 4, 1.0, "pack:x", "0-3", "app");
+	cm_report_parse(&r, doc, NULL);
+	RENDER(buf, cm_render_topology_svg(f_, r, NULL, 1, NULL));
+	ok(rc == 0 && strstr(buf, "topology not drawn"),
+	   "a description hwloc refuses: the grid, and why");
+	free(buf);
+	cm_report_free(r);
+	json_decref(doc);
+}
+
+static void test_migrations(void)
+{
+	struct cm_report *r;
+	json_t *doc;
+	char *buf = NULL;
+	int rc;
+
+	doc = make_result(100, 10, 1.0, NULL, NULL, "app");
+	cm_report_parse(&r, doc, NULL);
+	RENDER(buf, cm_render_migrations_svg(f_, r, NULL, 1, NULL));
+	ok(rc == 0, "migrations render");
+	is_int(count(buf, "class=\"migration\""), 1, "one migration mark");
+	ok(strstr(buf, "r0.t1 moved from PU 3 to PU 1") != NULL,
+	   "the mark says who moved where");
+	ok(count(buf, "dominant-baseline=\"middle\" font-size=\"9\"") == 1,
+	   "100 threads: only the moved thread gets a lane");
+	free(buf);
+	json_object_set_new((json_t *)r->doc, "migrations", json_array());
+	cm_report_free(r);
+	cm_report_parse(&r, doc, NULL);
+	RENDER(buf, cm_render_migrations_svg(f_, r, NULL, 1, NULL));
+	ok(strstr(buf, "no thread migrated") != NULL, "no migrations: said");
+	free(buf);
+	cm_report_free(r);
+	json_decref(doc);
+}
+
+static void test_pages(void)
+{
+	struct cm_render_opts o = { .base_url = "/x" };
+	json_t *doc = make_result(4, 2, 1.0, "pack:1 core:4 pu:1", "0-3",
+				  "<script>alert(1)</script>");
+	json_t *job, *list, *filters;
+	char *buf = NULL;
+	int rc;
+
+	RENDER(buf, cm_render_job_html(f_, doc, &o, NULL));
+	ok(rc == 0, "a bare result renders as a page");
+	ok(!strstr(buf, "<script") && strstr(buf, "&lt;script&gt;"),
+	   "argv is escaped");
+	ok(!strstr(buf, "<b>app") && strstr(buf, "/opt/&lt;b&gt;app"),
+	   "the executable is escaped");
+	ok(strstr(buf, "alice&amp;bob") != NULL, "the user is escaped");
+	ok(strstr(buf, "id=\"heatmap-0\"") && strstr(buf, "id=\"topology-0\"")
+	   && strstr(buf, "id=\"migrations-0\""), "three figures inline");
+	ok(strstr(buf, "href=\"/x/apps/%3Cb%3Eapp\"") != NULL,
+	   "application link percent-encoded under base_url");
+	ok(strstr(buf, "agent CPU time: 3.00%") != NULL,
+	   "overhead: agent CPU over the threads' CPU");
+	free(buf);
+
+	job = json_pack("{s:i, s:s, s:s, s:{s:i, s:[s]}, s:[{s:i, s:O}]}",
+			"job", 42, "user", "alice", "executable", "/opt/app",
+			"summary", "results", 1, "nodes", "n1",
+			"results", "id", 7, "document", doc);
+	RENDER(buf, cm_render_job_html(f_, job, &o, NULL));
+	ok(rc == 0 && strstr(buf, "<h1>Job 42</h1>"), "a job object");
+	ok(strstr(buf, "<th>result id</th><td>7</td>") != NULL,
+	   "row columns shown");
+	free(buf);
+	json_decref(job);
+
+	list = json_pack("{s:[{s:i, s:s, s:s, s:i}, {s:n, s:s, s:s, s:[i]}]}",
+			 "jobs", "job", 42, "user", "<u>", "app", "a b",
+			 "threads", 4, "job", "user", "u", "app", "x",
+			 "result_ids", 9);
+	filters = json_pack("{s:s}", "user", "\"><script>");
+	RENDER(buf, cm_render_jobs_html(f_, list, filters, &o, NULL));
+	json_decref(filters);
+	ok(rc == 0 && strstr(buf, "href=\"/x/jobs/42\""), "job list links");
+	ok(strstr(buf, "href=\"/x/results/9\"") != NULL,
+	   "a job-less entry links to its result");
+	ok(strstr(buf, "value=\"&quot;&gt;&lt;script&gt;\"") != NULL,
+	   "filter values are escaped in attributes");
+	ok(strstr(buf, "apps/a%20b") != NULL, "app names percent-encoded");
+	free(buf);
+	RENDER(buf, cm_render_app_html(f_, "a<b", NULL, list, NULL, NULL));
+	ok(rc == 0 && strstr(buf, "Application a&lt;b"), "app page");
+	free(buf);
+	RENDER(buf, cm_render_jobs_html(f_, doc, NULL, NULL, NULL));
+	ok(rc == -1, "a job list without jobs[] is refused");
+	free(buf);
+	json_decref(list);
+	json_decref(doc);
+}
+
+int main(void)
+{
+	test_parse_errors();
+	test_parse();
+	test_escape();
+	test_heatmap();
+	test_topology();
+	test_migrations();
+	test_pages();
+	return done_testing();
+}

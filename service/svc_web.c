@@ -1,0 +1,333 @@
+/* svc_web.c: the HTML pages.  The list pages ask the JSON API
+ * (svc_api_handle) the question the page is about, as the authenticated
+ * caller, so they enforce exactly the API's authorization and parameter
+ * rules; job and result pages read the database with the API's
+ * visibility rule directly (their documents are large).  The answer is
+ * rendered by report/librender. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commap/topology.h"
+#include "render.h"
+#include "svc_log.h"
+#include "svc_web.h"
+
+static const char HTML_TYPE[] = "text/html; charset=utf-8";
+
+int svc_web_is_page(const char *p)
+{
+	return strcmp(p, "/") == 0 || strcmp(p, "/jobs") == 0 ||
+	       (strncmp(p, "/jobs/", 6) == 0 && p[6]) ||
+	       (strncmp(p, "/results/", 9) == 0 && p[9]) ||
+	       (strncmp(p, "/apps/", 6) == 0 && p[6]);
+}
+
+void *svc_web_start(void)
+{
+	struct cm_topo *t = NULL;
+
+	if (cm_topo_load_synthetic(&t, "pu:1", NULL) < 0)
+		return NULL;
+	return t;
+}
+
+void svc_web_stop(void *keep)
+{
+	cm_topo_free(keep);
+}
+
+/* A page rendered into memory. */
+struct page {
+	FILE *f;
+	char *buf;
+	size_t len;
+};
+
+static int page_open(struct page *pg)
+{
+	pg->buf = NULL;
+	pg->len = 0;
+	pg->f = open_memstream(&pg->buf, &pg->len);
+	return pg->f ? 0 : -1;
+}
+
+/* Close the page and send it, or a 500 if rendering failed. */
+static void page_send(struct page *pg, int rc, const struct cm_error *e,
+		      struct svc_api_response *rs)
+{
+	if (fclose(pg->f) != 0)
+		rc = -1;
+	if (rc < 0) {
+		free(pg->buf);
+		svc_log(SVC_LOG_ERROR, "rendering a page: %s", e->text);
+		svc_web_error(rs, 500, "the page could not be rendered: %s",
+			      e->text);
+		return;
+	}
+	rs->status = 200;
+	rs->body = pg->buf;
+	rs->body_len = pg->len;
+	rs->content_type = HTML_TYPE;
+}
+
+void svc_web_error(struct svc_api_response *rs, unsigned status,
+		   const char *fmt, ...)
+{
+	char text[512];
+	struct page pg;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	rs->status = status;
+	rs->content_type = HTML_TYPE;
+	if (page_open(&pg) < 0) {
+		rs->body = strdup("error\n");
+		rs->body_len = rs->body ? 6 : 0;
+		return;
+	}
+	fprintf(pg.f, "<!DOCTYPE html>\n<html lang=\"en\"><head>"
+		"<meta charset=\"utf-8\"><title>%u \xe2\x80\x94 commap</title>"
+		"</head><body><h1>%u</h1><p class=\"error\">", status, status);
+	cm_render_escape(pg.f, text);
+	fputs("</p><p><a href=\"/jobs\">Jobs</a></p></body></html>\n", pg.f);
+	fclose(pg.f);
+	rs->body = pg.buf;
+	rs->body_len = pg.len;
+}
+
+/* Ask the API for path with query as the caller.  NULL (rs filled with an
+ * error page carrying the API's status and message) unless 200. */
+static json_t *api_get(const struct svc_api *api,
+		       const struct svc_api_request *rq, const char *path,
+		       const json_t *query, struct svc_api_response *rs)
+{
+	struct svc_api_request sub = *rq;
+	struct svc_api_response ars;
+	json_t *j;
+
+	sub.method = "GET";
+	sub.path = path;
+	sub.query = query;
+	sub.body = NULL;
+	sub.body_len = 0;
+	svc_api_handle(api, &sub, &ars);
+	j = json_loadb(ars.body, ars.body_len, 0, NULL);
+	if (ars.status != 200 || !j) {
+		const char *msg = json_string_value(json_object_get(j,
+								    "error"));
+
+		svc_web_error(rs, ars.status == 200 ? 500 : ars.status, "%s",
+			      msg ? msg : "unexpected answer from the API");
+		json_decref(j);
+		j = NULL;
+	}
+	free(ars.body);
+	return j;
+}
+
+/* The query without empty values: an HTML form sends every field, and
+ * an empty filter means "any". */
+static json_t *query_nonempty(const json_t *q)
+{
+	json_t *out = json_object(), *v;
+	const char *key;
+
+	json_object_foreach((json_t *)q, key, v)
+		if (json_string_length(v) > 0)
+			json_object_set(out, key, v);
+	return out;
+}
+
+static void opts_for(const struct svc_api_request *rq,
+		     struct cm_render_opts *o, char *footer, size_t n)
+{
+	memset(o, 0, sizeof(*o));
+	snprintf(footer, n, "signed in as %s", rq->caller->user[0] ?
+		 rq->caller->user : "uid");
+	if (!rq->caller->user[0])
+		snprintf(footer, n, "signed in as uid %u", rq->caller->uid);
+	o->footer = footer;
+}
+
+static void page_jobs(const struct svc_api *api,
+		      const struct svc_api_request *rq,
+		      struct svc_api_response *rs)
+{
+	struct cm_render_opts o;
+	struct cm_error e = { "" };
+	json_t *q = query_nonempty(rq->query), *jobs;
+	struct page pg;
+	char footer[128];
+	int rc;
+
+	jobs = api_get(api, rq, "/v1/jobs", q, rs);
+	if (jobs && page_open(&pg) == 0) {
+		opts_for(rq, &o, footer, sizeof(footer));
+		rc = cm_render_jobs_html(pg.f, jobs, q, &o, &e);
+		page_send(&pg, rc, &e, rs);
+	} else if (jobs) {
+		svc_web_error(rs, 500, "out of memory");
+	}
+	json_decref(jobs);
+	json_decref(q);
+}
+
+/* A decimal id in [0, max], as the API parses it. */
+static int parse_id(const char *s, long long max, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	if (!isdigit((unsigned char)*s) || strlen(s) > 19)
+		return -1;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (*end || errno || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* The stored job or result, straight from the database: the same query
+ * and visibility rule as GET /v1/jobs/{job} and /v1/results/{id}
+ * (admins all, others their own), without serialising the documents to
+ * JSON text and parsing them again, which would double the page's cost
+ * for large results.  NULL with rs filled on any failure. */
+static json_t *load_job(const struct svc_api *api,
+			const struct svc_api_request *rq, int is_job,
+			const char *arg, struct svc_api_response *rs)
+{
+	const struct svc_caller *c = rq->caller;
+	int64_t owner = c->is_admin ? -1 : (int64_t)c->uid, id;
+	struct cm_error e = { "" };
+	struct svc_db *db;
+	json_t *out;
+	int status = 0;
+
+	if (parse_id(arg, is_job ? 4294967295LL : 1LL << 62, &id) < 0) {
+		svc_web_error(rs, 400, "%s: '%.32s' is not a %s id",
+			      is_job ? "job" : "result", arg,
+			      is_job ? "job" : "result");
+		return NULL;
+	}
+	db = svc_db_pool_get(api->pool);
+	out = is_job ? svc_db_job(db, id, owner, 1, &status, &e) :
+		       svc_db_result(db, id, owner, &status, &e);
+	svc_db_pool_put(api->pool, db);
+	if (status == 404 || status == 403) {
+		svc_web_error(rs, (unsigned)status, "%s %lld: %s",
+			      is_job ? "job" : "result", (long long)id,
+			      status == 404 ? "not found" : "not yours");
+		json_decref(out);
+		return NULL;
+	}
+	if (!out) {
+		svc_log(SVC_LOG_ERROR, "%s", e.text);
+		svc_web_error(rs, errno == EBUSY || errno == ENOSPC ? 503 : 500,
+			      "storage error");
+	}
+	return out;
+}
+
+/* /jobs/{job} and /results/{id}: one job (or job-less result) page. */
+static void page_job(const struct svc_api *api,
+		     const struct svc_api_request *rq, int is_job,
+		     const char *arg, struct svc_api_response *rs)
+{
+	struct cm_render_opts o;
+	struct cm_error e = { "" };
+	json_t *doc;
+	struct page pg;
+	char footer[128];
+	int rc;
+
+	doc = load_job(api, rq, is_job, arg, rs);
+	if (doc && page_open(&pg) == 0) {
+		opts_for(rq, &o, footer, sizeof(footer));
+		rc = cm_render_job_html(pg.f, doc, &o, &e);
+		page_send(&pg, rc, &e, rs);
+	} else if (doc) {
+		svc_web_error(rs, 500, "out of memory");
+	}
+	json_decref(doc);
+}
+
+/* This application's entry in the caller's /v1/apps, or NULL. */
+static json_t *app_info(const json_t *apps, const char *app)
+{
+	const json_t *arr = json_object_get(apps, "apps");
+	size_t i;
+
+	for (i = 0; i < json_array_size(arr); i++) {
+		json_t *a = json_array_get(arr, i);
+
+		if (strcmp(json_string_value(json_object_get(a, "app")) ?
+			   json_string_value(json_object_get(a, "app")) : "",
+			   app) == 0)
+			return a;
+	}
+	return NULL;
+}
+
+static void page_app(const struct svc_api *api,
+		     const struct svc_api_request *rq, const char *app,
+		     struct svc_api_response *rs)
+{
+	struct cm_render_opts o;
+	struct cm_error e = { "" };
+	json_t *q = query_nonempty(rq->query), *aq, *jobs = NULL, *apps;
+	struct page pg;
+	char footer[128];
+	int rc;
+
+	json_object_set_new(q, "app", json_string(app));
+	aq = json_pack("{s:s}", "limit", "1000");
+	apps = api_get(api, rq, "/v1/apps", aq, rs);
+	if (apps)
+		jobs = api_get(api, rq, "/v1/jobs", q, rs);
+	if (jobs && json_array_size(json_object_get(jobs, "jobs")) == 0) {
+		svc_web_error(rs, 404, "%s: no runs of this application are "
+			      "visible to you", app);
+	} else if (jobs && page_open(&pg) == 0) {
+		opts_for(rq, &o, footer, sizeof(footer));
+		rc = cm_render_app_html(pg.f, app, app_info(apps, app), jobs,
+					&o, &e);
+		page_send(&pg, rc, &e, rs);
+	} else if (jobs) {
+		svc_web_error(rs, 500, "out of memory");
+	}
+	json_decref(jobs);
+	json_decref(apps);
+	json_decref(aq);
+	json_decref(q);
+}
+
+void svc_web_handle(const struct svc_api *api,
+		    const struct svc_api_request *rq,
+		    struct svc_api_response *rs)
+{
+	const char *p = rq->path;
+
+	memset(rs, 0, sizeof(*rs));
+	if (strcmp(rq->method, "GET") != 0 && strcmp(rq->method, "HEAD") != 0) {
+		svc_web_error(rs, 405, "%s: method %s not allowed", p,
+			      rq->method);
+		rs->allow = "GET, HEAD";
+	} else if (strcmp(p, "/") == 0 || strcmp(p, "/jobs") == 0) {
+		page_jobs(api, rq, rs);
+	} else if (strncmp(p, "/jobs/", 6) == 0) {
+		page_job(api, rq, 1, p + 6, rs);
+	} else if (strncmp(p, "/results/", 9) == 0) {
+		page_job(api, rq, 0, p + 9, rs);
+	} else if (strncmp(p, "/apps/", 6) == 0) {
+		page_app(api, rq, p + 6, rs);
+	} else {
+		svc_web_error(rs, 404, "%.200s: no such page", p);
+	}
+}
