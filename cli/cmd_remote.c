@@ -1,0 +1,608 @@
+/* cmd_remote.c: 'commap jobs', 'commap apps' and 'commap report': the
+ * service's client (docs/cli.md).  Requests are authenticated with munge as
+ * the calling user (remote_http.c); the terminal report is remote_text.c;
+ * SVG and HTML come from the report library (report/render.h). */
+#define _GNU_SOURCE	/* asprintf, strptime, timegm */
+#include <config.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "remote.h"
+#ifdef CLI_HAVE_RENDER
+#include "render.h"
+#endif
+
+enum {
+	OPT_SERVICE = 256, OPT_USER, OPT_APP, OPT_SINCE, OPT_UNTIL,
+	OPT_LIMIT, OPT_FORMAT, OPT_STEP, OPT_NODE, OPT_OUTPUT, OPT_COLOR,
+};
+
+enum remote_format { FMT_TEXT, FMT_JSON, FMT_SVG, FMT_HTML };
+
+struct remote_args {
+	const char *service;
+	const char *user, *app, *since, *until;
+	int limit;			/* 0: the service's default */
+	enum remote_format format;
+	long long step;			/* -1: all */
+	const char *node;
+	const char *output;
+	int color;			/* -1 auto, 0 never, 1 always */
+	const char *id;			/* report: JOBID operand */
+};
+
+static const struct option remote_options[] = {
+	{ "service", required_argument, NULL, OPT_SERVICE },
+	{ "user", required_argument, NULL, OPT_USER },
+	{ "app", required_argument, NULL, OPT_APP },
+	{ "since", required_argument, NULL, OPT_SINCE },
+	{ "until", required_argument, NULL, OPT_UNTIL },
+	{ "limit", required_argument, NULL, OPT_LIMIT },
+	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "step", required_argument, NULL, OPT_STEP },
+	{ "node", required_argument, NULL, OPT_NODE },
+	{ "output", required_argument, NULL, OPT_OUTPUT },
+	{ "color", required_argument, NULL, OPT_COLOR },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const char service_help[] =
+	"  --service URL      the service (default: $COMMAP_SERVICE, the "
+	"'service' key of\n"
+	"                     /etc/commap/commap.conf, then "
+	REMOTE_DEFAULT_URL ")\n";
+
+void cmd_jobs_help(FILE *f)
+{
+	fputs("usage: commap jobs [--user U] [--app A] [--since T] "
+	      "[--until T] [--limit N]\n"
+	      "                   [--format text|json] [--service URL]\n\n"
+	      "List the jobs the service has results of, newest first "
+	      "(your own only,\nunless you are an admin of the service).\n\n"
+	      "  --user U           only jobs of user U\n"
+	      "  --app A            only runs of application A (basename or "
+	      "path)\n"
+	      "  --since T, --until T  start time from/before T "
+	      "(YYYY-MM-DD or UTC\n"
+	      "                     YYYY-MM-DDTHH:MM:SSZ)\n"
+	      "  --limit N          at most N jobs (1..1000, default 100)\n"
+	      "  --format text|json text table (default) or the service's "
+	      "JSON\n", f);
+	fputs(service_help, f);
+}
+
+void cmd_apps_help(FILE *f)
+{
+	fputs("usage: commap apps [--limit N] [--format text|json] "
+	      "[--service URL]\n\n"
+	      "List the applications the service has results of, most "
+	      "recently run first.\n\n"
+	      "  --limit N          at most N applications (1..1000)\n"
+	      "  --format text|json text table (default) or the service's "
+	      "JSON\n", f);
+	fputs(service_help, f);
+}
+
+void cmd_report_help(FILE *f)
+{
+	fputs("usage: commap report JOBID [--step S] [--node N]\n"
+	      "                     [--format text|json|svg|html] "
+	      "[--output FILE]\n"
+	      "                     [--color auto|always|never] "
+	      "[--service URL]\n\n"
+	      "A job's report from the service.  JOBID is a Slurm job id, "
+	      "or rID for a\nresult stored without a job (see 'commap "
+	      "jobs').\n\n"
+	      "  --step S, --node N only the results of this step / node\n"
+	      "  --format FORMAT    text (default): summary, heatmap of the "
+	      "communication\n"
+	      "                     matrix, final mapping per core; json: "
+	      "the service's\n"
+	      "                     document; svg: the heatmap; html: the "
+	      "job page\n"
+	      "  --output FILE      write to FILE instead of standard output\n"
+	      "  --color WHEN       24-bit colour heatmap: auto (a terminal "
+	      "and NO_COLOR\n"
+	      "                     unset, the default), always, never\n", f);
+	fputs(service_help, f);
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+static int parse_format(const char *cmd, const char *s, int allow_render,
+			enum remote_format *out)
+{
+	static const char *const names[] = { "text", "json", "svg", "html" };
+	int i, n = allow_render ? 4 : 2;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(s, names[i]) == 0) {
+			*out = (enum remote_format)i;
+			return 0;
+		}
+	return cli_usage_error(cmd, "--format: unknown format '%s' (%s)", s,
+			       allow_render ? "text, json, svg, html" :
+					      "text, json");
+}
+
+static int parse_color(const char *cmd, const char *s, int *out)
+{
+	if (!strcmp(s, "auto"))
+		*out = -1;
+	else if (!strcmp(s, "always"))
+		*out = 1;
+	else if (!strcmp(s, "never"))
+		*out = 0;
+	else
+		return cli_usage_error(cmd, "--color: '%s' is not auto, "
+				       "always or never", s);
+	return 0;
+}
+
+static int remote_option(const char *cmd, int c, struct remote_args *a,
+			 char *argv[])
+{
+	uint64_t v;
+
+	switch (c) {
+	case OPT_SERVICE: a->service = optarg; return 0;
+	case OPT_USER: a->user = optarg; return 0;
+	case OPT_APP: a->app = optarg; return 0;
+	case OPT_SINCE: a->since = optarg; return 0;
+	case OPT_UNTIL: a->until = optarg; return 0;
+	case OPT_NODE: a->node = optarg; return 0;
+	case OPT_OUTPUT: a->output = optarg; return 0;
+	case OPT_LIMIT:
+		return cli_parse_int("--limit", optarg, 1, 1000, &a->limit) ?
+			CLI_EXIT_USAGE : 0;
+	case OPT_STEP:
+		if (cli_parse_u64("--step", optarg, 0, UINT32_MAX, &v))
+			return CLI_EXIT_USAGE;
+		a->step = (long long)v;
+		return 0;
+	case OPT_FORMAT:
+		return parse_format(cmd, optarg, !strcmp(cmd, "report"),
+				    &a->format);
+	case OPT_COLOR:
+		return parse_color(cmd, optarg, &a->color);
+	case 'h':
+		if (!strcmp(cmd, "jobs"))
+			cmd_jobs_help(stdout);
+		else if (!strcmp(cmd, "apps"))
+			cmd_apps_help(stdout);
+		else
+			cmd_report_help(stdout);
+		return -1;
+	default:
+		return cli_getopt_error(cmd, c, argv);
+	}
+}
+
+/* Which options each command takes (others are usage errors). */
+static int option_allowed(const char *cmd, int c)
+{
+	if (c == OPT_SERVICE || c == OPT_FORMAT || c == 'h' || c == '?' ||
+	    c == ':')
+		return 1;
+	if (!strcmp(cmd, "jobs"))
+		return c == OPT_USER || c == OPT_APP || c == OPT_SINCE ||
+		       c == OPT_UNTIL || c == OPT_LIMIT;
+	if (!strcmp(cmd, "apps"))
+		return c == OPT_LIMIT;
+	return c == OPT_STEP || c == OPT_NODE || c == OPT_OUTPUT ||
+	       c == OPT_COLOR;
+}
+
+/* 0, CLI_EXIT_USAGE, or -1 after --help. */
+static int remote_parse(const char *cmd, int argc, char *argv[],
+			struct remote_args *a)
+{
+	int c, rv;
+
+	a->step = -1;
+	a->color = -1;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", remote_options, NULL)) !=
+	       -1) {
+		if (!option_allowed(cmd, c))
+			return cli_usage_error(cmd, "unknown option '%s'",
+					       argv[optind - 1]);
+		if ((rv = remote_option(cmd, c, a, argv)) != 0)
+			return rv;
+	}
+	if (!strcmp(cmd, "report")) {
+		if (optind >= argc)
+			return cli_usage_error(cmd, "a JOBID is required");
+		a->id = argv[optind++];
+	}
+	return cli_no_operands(cmd, argc, argv, optind);
+}
+
+/* ---- output -------------------------------------------------------------- */
+
+static FILE *open_output(const struct remote_args *a)
+{
+	FILE *f = a->output ? fopen(a->output, "w") : stdout;
+
+	if (!f)
+		cli_error("cannot write '%s': %s", a->output, strerror(errno));
+	return f;
+}
+
+static int close_output(const struct remote_args *a, FILE *f, int rv)
+{
+	const char *name = a->output ? a->output : "standard output";
+
+	if (fflush(f) == EOF || ferror(f))
+		rv = -1;
+	if (f != stdout && fclose(f) == EOF)
+		rv = -1;
+	if (rv < 0) {
+		cli_error("writing '%s': %s", name, strerror(errno));
+		return CLI_EXIT_RUNTIME;
+	}
+	return CLI_EXIT_OK;
+}
+
+/* GET path and parse the JSON answer; what names it in errors.  On
+ * success *json is set and, if raw is not NULL, the answer is kept. */
+static int fetch(const char *base, const char *path, const char *what,
+		 json_t **json, struct remote_answer *raw)
+{
+	struct remote_answer ans;
+	json_error_t je;
+
+	if (remote_get(base, path, &ans))
+		return CLI_EXIT_RUNTIME;
+	if (ans.code != 200) {
+		remote_http_error(base, what, &ans);
+		remote_answer_free(&ans);
+		return CLI_EXIT_RUNTIME;
+	}
+	*json = json_loadb(ans.body, ans.len, 0, &je);
+	if (!*json) {
+		cli_error("the service at %s sent invalid JSON for %s: %s",
+			  base, what, je.text);
+		remote_answer_free(&ans);
+		return CLI_EXIT_RUNTIME;
+	}
+	if (raw)
+		*raw = ans;
+	else
+		remote_answer_free(&ans);
+	return CLI_EXIT_OK;
+}
+
+static const char *str_or(const json_t *o, const char *key, const char *d)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? s : d;
+}
+
+static long long int_or(const json_t *o, const char *key, long long d)
+{
+	const json_t *v = json_object_get(o, key);
+
+	return json_is_integer(v) ? (long long)json_integer_value(v) : d;
+}
+
+/* ---- commap jobs --------------------------------------------------------- */
+
+/* "?user=..&app=.." from the filters, malloc'ed (NULL on ENOMEM). */
+static char *jobs_query(const char *base_path, const struct remote_args *a)
+{
+	const char *keys[] = { "user", "app", "since", "until" };
+	const char *vals[] = { a->user, a->app, a->since, a->until };
+	char *q = strdup(base_path), *t, *e;
+	int i, first = 1;
+
+	for (i = 0; q && i < 5; i++) {
+		char num[16];
+
+		if (i == 4 && !a->limit)
+			break;
+		if (i == 4)
+			snprintf(num, sizeof(num), "%d", a->limit);
+		else if (!vals[i])
+			continue;
+		e = remote_escape(i == 4 ? num : vals[i]);
+		t = NULL;
+		if (!e || asprintf(&t, "%s%c%s=%s", q, first ? '?' : '&',
+				   i == 4 ? "limit" : keys[i], e) < 0)
+			t = NULL;
+		free(e);
+		free(q);
+		q = t;
+		first = 0;
+	}
+	return q;
+}
+
+static void print_job_row(const json_t *j)
+{
+	const json_t *job = json_object_get(j, "job");
+	char id[32];
+
+	if (json_is_integer(job))
+		snprintf(id, sizeof(id), "%lld",
+			 (long long)json_integer_value(job));
+	else
+		snprintf(id, sizeof(id), "r%lld",
+			 (long long)json_integer_value(json_array_get(
+				 json_object_get(j, "result_ids"), 0)));
+	printf("%-10s %-12s %-16s %-20s %7lld %5lld %5lld %6lld\n", id,
+	       str_or(j, "user", "-"), str_or(j, "app", "-"),
+	       str_or(j, "started_at", "-"), int_or(j, "threads", 0),
+	       int_or(j, "steps", 0), int_or(j, "nodes", 0),
+	       int_or(j, "migrations", 0));
+}
+
+static int run_list(const char *cmd, int argc, char *argv[], int jobs)
+{
+	struct remote_args a = { .service = NULL };
+	struct remote_answer raw = { 0 };
+	json_t *j = NULL, *list;
+	char *base = NULL, *path = NULL;
+	size_t i;
+	int rv;
+
+	rv = remote_parse(cmd, argc, argv, &a);
+	if (rv)
+		return rv < 0 ? CLI_EXIT_OK : rv;
+	base = remote_service_url(a.service);
+	if (!base)
+		return CLI_EXIT_RUNTIME;
+	path = jobs_query(jobs ? "/v1/jobs" : "/v1/apps", &a);
+	rv = path ? fetch(base, path, jobs ? "jobs" : "applications", &j,
+			  &raw) : CLI_EXIT_RUNTIME;
+	if (rv)
+		goto out;
+	if (a.format == FMT_JSON) {
+		fwrite(raw.body, 1, raw.len, stdout);
+		rv = close_output(&a, stdout, 0);
+		goto out;
+	}
+	list = json_object_get(j, jobs ? "jobs" : "apps");
+	if (jobs)
+		printf("%-10s %-12s %-16s %-20s %7s %5s %5s %6s\n", "JOB",
+		       "USER", "APP", "STARTED", "THREADS", "STEPS", "NODES",
+		       "MIGR");
+	else
+		printf("%-16s %6s %7s %5s %11s %-20s %s\n", "APP", "JOBS",
+		       "RESULTS", "USERS", "MAX-THREADS", "LAST-RUN",
+		       "EXECUTABLE");
+	for (i = 0; i < json_array_size(list); i++) {
+		const json_t *e = json_array_get(list, i);
+
+		if (jobs)
+			print_job_row(e);
+		else
+			printf("%-16s %6lld %7lld %5lld %11lld %-20s %s\n",
+			       str_or(e, "app", "-"), int_or(e, "jobs", 0),
+			       int_or(e, "results", 0), int_or(e, "users", 0),
+			       int_or(e, "max_threads", 0),
+			       str_or(e, "last_started_at", "-"),
+			       str_or(e, "executable", "-"));
+	}
+	if (!json_array_size(list))
+		printf("(no %s)\n", jobs ? "jobs" : "applications");
+	rv = close_output(&a, stdout, 0);
+out:
+	remote_answer_free(&raw);
+	json_decref(j);
+	free(path);
+	free(base);
+	return rv;
+}
+
+int cmd_jobs(int argc, char *argv[])
+{
+	return run_list("jobs", argc, argv, 1);
+}
+
+int cmd_apps(int argc, char *argv[])
+{
+	return run_list("apps", argc, argv, 0);
+}
+
+/* ---- commap report ------------------------------------------------------- */
+
+/* "/v1/jobs/N" or, for rN, "/v1/results/N"; what names it for errors. */
+static int report_path(const char *id, char *path, size_t size, char *what,
+		       size_t wsize)
+{
+	uint64_t n;
+	int result = id[0] == 'r';
+
+	if (cli_parse_u64("JOBID", id + result, result ? 1 : 0, UINT32_MAX,
+			  &n))
+		return cli_usage_error("report", "JOBID must be a job id or "
+				       "rID (a result id)");
+	snprintf(path, size, "%s%llu", result ? "/v1/results/" : "/v1/jobs/",
+		 (unsigned long long)n);
+	snprintf(what, wsize, "%s %llu", result ? "result" : "job",
+		 (unsigned long long)n);
+	return 0;
+}
+
+/* Keep only the results of --step/--node; the job object is changed in
+ * place.  A bare result row (rID) becomes a one-result job. */
+static int select_results(json_t *doc, const struct remote_args *a,
+			  const char *what)
+{
+	json_t *results = json_object_get(doc, "results");
+	char step[40] = "";
+	size_t i = 0;
+
+	if (!results)
+		return 0;	/* a single result row */
+	while (i < json_array_size(results)) {
+		const json_t *r = json_array_get(results, i);
+
+		if ((a->step >= 0 && int_or(r, "step", -1) != a->step) ||
+		    (a->node && strcmp(str_or(r, "node", ""), a->node)))
+			json_array_remove(results, i);
+		else
+			i++;
+	}
+	if (json_array_size(results))
+		return 0;
+	if (a->step >= 0)
+		snprintf(step, sizeof(step), " for step %lld", a->step);
+	cli_error("%s has no result%s%s%s", what, step,
+		  a->node ? " on node " : "", a->node ? a->node : "");
+	return -1;
+}
+
+static int terminal_width(int tty)
+{
+	struct winsize ws;
+	const char *cols = getenv("COLUMNS");
+
+	if (tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col)
+		return ws.ws_col;
+	if (cols && atoi(cols) > 20)
+		return atoi(cols);
+	return 80;
+}
+
+static int report_text(FILE *f, const json_t *doc, const struct remote_args *a)
+{
+	const json_t *results = json_object_get(doc, "results");
+	int tty = !a->output && isatty(STDOUT_FILENO);
+	const char *nc = getenv("NO_COLOR");
+	struct remote_text_opts o = {
+		.width = terminal_width(tty),
+		.color = a->color >= 0 ? a->color : tty && !(nc && *nc),
+	};
+	size_t i;
+
+	if (!results)
+		return remote_text_report(f, doc, &o);
+	for (i = 0; i < json_array_size(results); i++) {
+		if (i)
+			fputs("\n\n", f);
+		if (remote_text_report(f, json_array_get(results, i), &o))
+			return -1;
+	}
+	return 0;
+}
+
+#ifdef CLI_HAVE_RENDER
+static int report_render(FILE *f, const json_t *doc,
+			 const struct remote_args *a, const char *base)
+{
+	const json_t *results = json_object_get(doc, "results");
+	const json_t *row = results ? json_array_get(results, 0) : doc;
+	const json_t *rdoc = json_object_get(row, "document");
+	struct cm_render_opts ro = { .base_url = base, .footer = NULL };
+	struct cm_report *r = NULL;
+	struct cm_error err = { "" };
+	int rv;
+
+	if (a->format == FMT_HTML)
+		rv = cm_render_job_html(f, doc, &ro, &err);
+	else {
+		if (json_array_size(results) > 1)
+			fprintf(stderr, "commap: report: %zu results; drawing "
+				"step %lld on node %s (choose with --step, "
+				"--node)\n", json_array_size(results),
+				int_or(row, "step", -1),
+				str_or(row, "node", "?"));
+		rv = cm_report_parse(&r, rdoc ? rdoc : row, &err);
+		if (rv == 0)
+			rv = cm_render_heatmap_svg(f, r, &ro, 1, &err);
+		cm_report_free(r);
+	}
+	if (rv)
+		cli_error("report: cannot render %s: %s",
+			  a->format == FMT_HTML ? "HTML" : "SVG", err.text);
+	return rv;
+}
+#else
+static int report_render(FILE *f, const json_t *doc,
+			 const struct remote_args *a, const char *base)
+{
+	(void)f, (void)doc, (void)base;
+	cli_error("report: --format %s is not available in this build (the "
+		  "report library was not built)",
+		  a->format == FMT_HTML ? "html" : "svg");
+	return -2;
+}
+#endif
+
+static int report_write(const struct remote_args *a, json_t *doc,
+			const struct remote_answer *raw, const char *base)
+{
+	FILE *f;
+	int rv;
+
+#ifndef CLI_HAVE_RENDER
+	if (a->format == FMT_SVG || a->format == FMT_HTML)
+		return report_render(NULL, doc, a, base) ? CLI_EXIT_RUNTIME : 0;
+#endif
+	f = open_output(a);
+	if (!f)
+		return CLI_EXIT_RUNTIME;
+	switch (a->format) {
+	case FMT_JSON:
+		if (a->step < 0 && !a->node)
+			rv = fwrite(raw->body, 1, raw->len, f) == raw->len ?
+				     0 : -1;
+		else
+			rv = json_dumpf(doc, f, JSON_COMPACT) ? -1 : 0;
+		break;
+	case FMT_TEXT:
+		rv = report_text(f, doc, a);
+		break;
+	default:
+		rv = report_render(f, doc, a, base);
+		if (rv) {
+			if (f != stdout)
+				fclose(f);
+			return CLI_EXIT_RUNTIME;
+		}
+	}
+	return close_output(a, f, rv);
+}
+
+int cmd_report(int argc, char *argv[])
+{
+	struct remote_args a = { .service = NULL };
+	struct remote_answer raw = { 0 };
+	char path[64], what[64], *base;
+	json_t *doc = NULL;
+	int rv;
+
+	rv = remote_parse("report", argc, argv, &a);
+	if (rv)
+		return rv < 0 ? CLI_EXIT_OK : rv;
+	rv = report_path(a.id, path, sizeof(path), what, sizeof(what));
+	if (rv)
+		return rv;
+	base = remote_service_url(a.service);
+	if (!base)
+		return CLI_EXIT_RUNTIME;
+	rv = fetch(base, path, what, &doc, &raw);
+	if (rv == 0 && select_results(doc, &a, what))
+		rv = CLI_EXIT_RUNTIME;
+	if (rv == 0)
+		rv = report_write(&a, doc, &raw, base);
+	remote_answer_free(&raw);
+	json_decref(doc);
+	free(base);
+	return rv;
+}

@@ -1,0 +1,53 @@
+/* remote.h: what 'commap jobs|apps|report' share: finding the service,
+ * authenticated GET requests, and the terminal report (docs/cli.md). */
+#ifndef COMMAP_CLI_REMOTE_H
+#define COMMAP_CLI_REMOTE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#define REMOTE_DEFAULT_URL "http://127.0.0.1:7733"
+
+/* The service URL: --service (given, may be NULL), else $COMMAP_SERVICE,
+ * else the `service` key of the client configuration ($COMMAP_CONFIG or
+ * SYSCONFDIR/commap/commap.conf; a missing default file is fine), else
+ * REMOTE_DEFAULT_URL.  Returns a malloc'ed string, or NULL after printing
+ * an error naming the file, line and key (a configuration error). */
+char *remote_service_url(const char *given);
+
+/* An answer from the service. */
+struct remote_answer {
+	long code;		/* HTTP status */
+	char *body;		/* NUL-terminated, malloc'ed */
+	size_t len;
+};
+
+/* GET base+path with a fresh munge credential of the calling user.
+ * 0 with *ans filled (any HTTP status), or -1 after printing why (service
+ * unreachable naming the URL, munge failure, built without libcurl or
+ * libmunge). */
+int remote_get(const char *base, const char *path, struct remote_answer *ans);
+void remote_answer_free(struct remote_answer *ans);
+
+/* Print the error for a non-2xx answer ("what" names the object, e.g.
+ * "job 42"), naming the status and the service's message.  Returns
+ * CLI_EXIT_RUNTIME. */
+int remote_http_error(const char *base, const char *what,
+		      const struct remote_answer *ans);
+
+/* URL-escape s into a malloc'ed string (NULL on ENOMEM). */
+char *remote_escape(const char *s);
+
+/* Terminal rendering of one commap-result document (the text report):
+ * summary, heatmap, final mapping per core.  width: the terminal's
+ * columns; color: use 24-bit colour escapes.  0 or -1 (write error). */
+struct remote_text_opts {
+	int width;
+	int color;
+};
+int remote_text_report(FILE *out, const json_t *result_row,
+		       const struct remote_text_opts *o);
+
+#endif

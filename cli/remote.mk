@@ -1,0 +1,25 @@
+# cli/remote.mk: the service client commands 'commap report', 'jobs',
+# 'apps' (cli/cmd_remote.c; docs/cli.md).  Owned by the reports work
+# (issue 6).  Requests use libcurl and libmunge when configure found them
+# (HAVE_CURL/HAVE_MUNGE in config.h); without them the commands say why
+# and exit 1.  --format svg|html use the report library (report/render.h).
+cli_commap_SOURCES += cli/cmd_remote.c cli/remote.h cli/remote_http.c \
+	cli/remote_text.c
+cli_commap_CFLAGS += -DCOMMAP_SYSCONFDIR='"$(sysconfdir)"'
+if HAVE_CURL
+if HAVE_MUNGE
+cli_commap_CFLAGS += $(CURL_CFLAGS) $(MUNGE_CFLAGS)
+cli_commap_LDADD += $(CURL_LIBS) $(MUNGE_LIBS)
+endif
+endif
+
+EXTRA_DIST += tests/service/t0650-cli.sh
+if HAVE_SERVICE
+if HAVE_CURL
+TESTS += tests/service/t0650-cli.sh
+endif
+endif
+
+# SVG and HTML reports (helper G2's report library).
+cli_commap_CFLAGS += $(REPORT_CPPFLAGS) -DCLI_HAVE_RENDER
+cli_commap_LDADD += report/librender.la lib/libcommap.la $(JANSSON_LIBS) -lm
