@@ -1,0 +1,115 @@
+/* agent_result.h: the agent's result document, commap-result version 1
+ * (docs/result-format.md), built while the agent runs and written at the
+ * end.
+ *
+ * The agent records every mapping it applies (timeline) and every thread it
+ * moves (migrations) as they happen; cm_agent_result_json() turns the whole
+ * record, the thread list and the matrix into the JSON text.  Additions to
+ * version 1 (readers ignore unknown keys): "warnings", a list of the
+ * one-line reasons the agent could not do what it was asked (perf not
+ * permitted, no capstone, ...), and stats.decode_rate / stats.threads_seen.
+ */
+#ifndef COMMAP_AGENT_RESULT_H
+#define COMMAP_AGENT_RESULT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "commap/error.h"
+#include "commap/matrix.h"
+
+struct cm_result_thread {
+	int rank;
+	int index;		/* creation index within its process */
+	pid_t tid, pid;
+	double cpu_s;		/* CPU time used, -1 if unknown */
+};
+
+struct cm_result_mapping {
+	double t;		/* seconds since started_at */
+	int n;			/* entries in os_pu */
+	int *os_pu;		/* OS PU of each thread, -1 not placed */
+	double cost;		/* predicted cost (commap/cost.h), < 0 none */
+	char reason[24];	/* "initial", "pattern", "static", ... */
+};
+
+struct cm_result_migration {
+	double t;
+	int thread;
+	int from, to;		/* OS PUs; from -1: was not pinned */
+};
+
+struct cm_result_stats {
+	uint64_t samples, lost, decoded, faults;
+	double agent_cpu_s, mapping_ms;
+	uint64_t pins, intervals;
+	unsigned sample_period_us;
+};
+
+#define CM_RESULT_MAX_WARNINGS 16
+
+struct cm_agent_result {
+	/* identity; job/step -1 outside Slurm */
+	long long job, step;
+	char node[256];
+	char user[64];
+	uid_t uid;
+	char executable[4096];
+	char **argv;		/* owned, NULL-terminated */
+	int ranks;
+	const char *mode;	/* off | dynamic | learned | static */
+	const char *backend;	/* NULL: none ran */
+	struct timespec started_at, ended_at;	/* CLOCK_REALTIME */
+	/* topology */
+	char *cpuset;		/* owned */
+	int pus;
+	char *synthetic;	/* owned, may be NULL */
+	int dry_run;
+	/* what happened */
+	struct cm_result_thread *threads;
+	int nthreads, threads_cap;
+	struct cm_result_mapping *timeline;
+	int ntimeline, timeline_cap;
+	struct cm_result_migration *migrations;
+	int nmigrations, migrations_cap;
+	char *warnings[CM_RESULT_MAX_WARNINGS];
+	int nwarnings;
+	struct cm_result_stats stats;
+};
+
+/* Zero the record (job/step -1, times now). */
+void cm_agent_result_init(struct cm_agent_result *r);
+void cm_agent_result_free(struct cm_agent_result *r);
+
+/* Copy argv[0..argc-1]; 0 or -1/ENOMEM. */
+int cm_agent_result_set_argv(struct cm_agent_result *r, int argc,
+			     char *const argv[]);
+/* Replace the thread list by a copy of th[0..n-1]. */
+int cm_agent_result_set_threads(struct cm_agent_result *r,
+				const struct cm_result_thread *th, int n);
+/* Record a mapping (os_pu copied).  0 or -1/ENOMEM. */
+int cm_agent_result_add_mapping(struct cm_agent_result *r, double t,
+				const int *os_pu, int n, double cost,
+				const char *reason);
+int cm_agent_result_add_migration(struct cm_agent_result *r, double t,
+				  int thread, int from, int to);
+/* Keep a one-line reason (first CM_RESULT_MAX_WARNINGS only). */
+void cm_agent_result_warn(struct cm_agent_result *r, const char *text);
+
+/* The document as JSON text (malloc'd, NUL-terminated, one object, a
+ * final newline); m may be NULL (no edges); edge indices beyond the thread
+ * list are dropped.  NULL with errno/err (ENOMEM). */
+char *cm_agent_result_json(const struct cm_agent_result *r,
+			   const struct cm_matrix *m, struct cm_error *err);
+
+/* "2026-11-22T14:00:00.123Z" into out (>= 32 bytes). */
+void cm_result_format_time(const struct timespec *ts, char *out, size_t len);
+
+/* Write text to path atomically (path.tmp.PID, then rename), mode 0644.
+ * 0 or -1 with errno/err naming the file. */
+int cm_result_write_file(const char *path, const char *text,
+			 struct cm_error *err);
+
+#endif
