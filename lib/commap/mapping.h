@@ -88,6 +88,16 @@ int cm_map_baseline(const struct cm_topo *topo, const struct cm_matrix *m,
 int cm_map_refine(const struct cm_topo *topo, const struct cm_matrix *m,
 		  int *pu_of_thread, int oversubscribe);
 
+/* Relabel pu_of_thread (a valid mapping of n threads) by swapping
+ * isomorphic sibling subtrees of the tree, so that as many threads as
+ * possible stay under the node (and on the PU) they occupy in cur (PU
+ * indices, -1 for threads not placed yet).  The cost is unchanged for
+ * every matrix (an automorphism of the tree keeps all distances); used by
+ * the node agent so that a remap migrates only the threads it must.
+ * 0 on success; -1 with errno (EINVAL bad argument, ENOMEM). */
+int cm_map_align(const struct cm_topo *topo, int n, const int *cur,
+		 int *pu_of_thread);
+
 /* Check a mapping: every entry a valid PU index, load limits respected.
  * 0 if valid, -1/EINVAL with err naming the first bad thread. */
 int cm_map_validate(const struct cm_topo *topo, int n,
