@@ -15,4 +15,14 @@ void cmd_cost_help(FILE *f);
 int cmd_matrix(int argc, char *argv[]);
 void cmd_matrix_help(FILE *f);
 
+int cmd_run(int argc, char *argv[]);
+void cmd_run_help(FILE *f);
+
+int cmd_report(int argc, char *argv[]);
+void cmd_report_help(FILE *f);
+int cmd_jobs(int argc, char *argv[]);
+void cmd_jobs_help(FILE *f);
+int cmd_apps(int argc, char *argv[]);
+void cmd_apps_help(FILE *f);
+
 #endif

@@ -20,6 +20,13 @@ static const struct command commands[] = {
 	{ "cost", "evaluate a given mapping", cmd_cost, cmd_cost_help },
 	{ "matrix", "generate test matrices (matrix gen)", cmd_matrix,
 	  cmd_matrix_help },
+	{ "run", "run a program under the node agent (without Slurm)",
+	  cmd_run, cmd_run_help },
+	{ "report", "a job's report from the service", cmd_report,
+	  cmd_report_help },
+	{ "jobs", "list jobs known to the service", cmd_jobs, cmd_jobs_help },
+	{ "apps", "list applications and their learned models", cmd_apps,
+	  cmd_apps_help },
 };
 #define NCOMMANDS ((int)(sizeof(commands) / sizeof(commands[0])))
 
@@ -50,8 +57,8 @@ static const struct command *find_command(const char *name)
 
 static int unknown_command(const char *name)
 {
-	cli_error("unknown command '%s' (commands: map, cost, matrix; "
-		  "see 'commap --help')", name);
+	cli_error("unknown command '%s' (commands: map, cost, matrix, run, "
+		  "report, jobs, apps; see 'commap --help')", name);
 	return CLI_EXIT_USAGE;
 }
 

@@ -1,18 +1,38 @@
 #!/usr/bin/env bash
 # README command 1: set up commap on this machine and run the demo.
 #
-# Today the demo maps a recorded-style communication pattern onto a
-# synthetic 128-PU machine (2 packages x 2 NUMA nodes x 2 L3 x 8 cores x
-# 2 SMT) and compares commap's mapping with the naive compact one.  Later
-# steps of the project grow it into a local Slurm cluster demo.
+#  1. installs the Debian packages (deploy/install-deps.sh), builds commap
+#     and installs it under $PREFIX (/usr/local): the commap command, the
+#     node agent, the SPANK plugin, the service;
+#  2. starts munge, a one-node Slurm cluster whose plugstack.conf loads the
+#     plugin (deploy/cluster/cluster.sh) and the commap service
+#     (deploy/service/service.sh);
+#  3. runs two jobs with --commap=dynamic: threads in producer/consumer
+#     pairs, and MPI ranks exchanging through shared memory (srun
+#     --mpi=pmix);
+#  4. shows what commap found and did: `commap jobs` and `commap report`.
 #
-# Idempotent: a second run rebuilds and reinstalls.  Run as root.
+# Idempotent: a second run rebuilds, reinstalls and restarts everything.
+# deploy/demo.sh stop stops the daemons.  Run as root.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 prefix=${PREFIX:-/usr/local}
+spool=/var/spool/commap
+service_url=http://127.0.0.1:7733
+export COMMAP_PREFIX=$prefix
+
+if [ "${1:-}" = stop ]; then
+	bash "$top/deploy/service/service.sh" stop
+	bash "$top/deploy/cluster/cluster.sh" stop
+	exit 0
+fi
+[ "$(id -u)" -eq 0 ] || { echo "demo: run as root" >&2; exit 1; }
+
+say() { printf '\n== %s\n' "$*"; }
 
 bash "$top/deploy/install-deps.sh"
 
+say "building and installing commap in $prefix"
 cd "$top"
 [ -x configure ] && [ ! configure.ac -nt configure ] || ./autogen.sh >/dev/null 2>&1
 mkdir -p "$top/build-demo"
@@ -20,21 +40,61 @@ cd "$top/build-demo"
 [ -f Makefile ] || "$top/configure" -q --prefix="$prefix"
 make -j"$(nproc)" >/dev/null
 make install >/dev/null
+# The demo applications are the test workloads (tests/workloads/README.md).
+make -j"$(nproc)" tests/workloads/wl-threads tests/workloads/wl-mpi >/dev/null
+wl=$top/build-demo/tests/workloads
 commap=$prefix/bin/commap
-echo "== installed $($commap --version) in $prefix/bin"
+echo "installed: $($commap --version); agent $prefix/libexec/commap/commap-agent;" \
+	"plugin $prefix/lib/commap/commap_spank.so; service $prefix/sbin/commap-service"
 
-work=$(mktemp -d)
+say "starting munge, slurmctld, slurmd and the commap service"
+mkdir -p /etc/slurm "$spool"
+echo "optional $prefix/lib/commap/commap_spank.so default=off service=$service_url spool=$spool" \
+	>/etc/slurm/plugstack.conf
+bash "$top/deploy/cluster/cluster.sh" start
+bash "$top/deploy/service/service.sh" start
+export SLURM_CONF=/etc/slurm/slurm.conf
+# The workloads must be readable by slurmd's job user (root here).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+# Each job writes its id where the demo can find it, then execs the
+# application (the task keeps its pid: the agent follows it).
+run_job() {	# run_job NAME SRUN-ARGS... -- PROGRAM ARGS...
+	local name=$1; shift
+	local args=()
+	while [ "$1" != -- ]; do args+=("$1"); shift; done
+	shift
+	srun "${args[@]}" -J "$name" bash -c \
+		'[ "${SLURM_PROCID:-0}" = 0 ] && echo "$SLURM_JOB_ID" >"$0"; exec "$@"' \
+		"$work/$name.id" "$@"
+	cat "$work/$name.id"
+}
+work=$(mktemp -d /tmp/commap-demo.XXXXXX)
+chmod 755 "$work"
 trap 'rm -rf "$work"' EXIT
-topo="pack:2 numa:2 l3:2 core:8 pu:2"
-matrix=$work/clusters.json
 
-echo "== a 64-thread application in 8 groups of 8 that share data,"
-echo "   thread numbers shuffled (as an OpenMP runtime or MPI launcher would):"
-$commap matrix gen --pattern clusters:8 --threads 64 --shuffle 7 --output "$matrix"
-echo "   $matrix"
-echo
-echo "== commap's mapping onto '$topo':"
-$commap map --topology "$topo" --matrix "$matrix"
-echo
-echo "== for comparison, compact placement (thread i on PU i):"
-$commap map --topology "$topo" --matrix "$matrix" --algorithm compact | tail -n 3
+say "job 1: 8 threads in 4 producer/consumer pairs on 2 CPUs"
+echo "\$ srun --commap=dynamic -c 2 wl-threads --pattern pairs --threads 8 --seconds 4"
+job1=$(run_job demo-pairs --commap=dynamic -c 2 -- "$wl/wl-threads" \
+	--pattern pairs --threads 8 --seconds 4)
+say "job 2: 2 MPI ranks x 2 OpenMP threads in a ring across ranks"
+echo "\$ srun --mpi=pmix -n 2 --commap=dynamic wl-mpi --pattern ring --threads 2 --seconds 4"
+job2=$(run_job demo-mpi --mpi=pmix -n 2 --commap=dynamic -- "$wl/wl-mpi" \
+	--pattern ring --threads 2 --seconds 4)
+
+# The agents upload when their step ends: wait for both reports.
+for job in "$job1" "$job2"; do
+	for _ in $(seq 50); do
+		$commap report "$job" --service "$service_url" --format json \
+			>/dev/null 2>&1 && break
+		sleep 0.2
+	done
+done
+
+say "what commap knows: commap jobs"
+$commap jobs --service "$service_url" --limit 5
+for job in "$job1" "$job2"; do
+	say "commap report $job"
+	$commap report "$job" --service "$service_url"
+done
+say "done: reports are also on the web at $service_url/jobs (deploy/demo.sh stop stops the daemons)"

@@ -16,8 +16,11 @@ packages=(
 	libmicrohttpd-dev libsqlite3-dev sqlite3 libcurl4-openssl-dev curl
 	# Slurm integration: SPANK headers, a local cluster for the e2e tests
 	libslurm-dev slurm-wlm slurmctld slurmd slurm-client munge libmunge-dev
-	# tests: integration scripts parse JSON with python3; fuzzing uses clang
-	python3 clang libclang-rt-14-dev
+	# MPI jobs and workloads: Open MPI launched by srun --mpi=pmix
+	openmpi-bin libopenmpi-dev libpmix-dev
+	# tests: integration scripts parse JSON with python3; fuzzing uses clang;
+	# the report page is loaded in headless Chromium
+	python3 clang libclang-rt-14-dev chromium
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -881,7 +881,10 @@ char *cm_topo_synthetic(const struct cm_topo *topo)
 
 		if (!buf)
 			return NULL;
-		n = hwloc_topology_export_synthetic(topo->hw, buf, size, 0);
+		/* Levels and arities only: cache sizes and memory amounts
+		 * make the string long and say nothing about sharing. */
+		n = hwloc_topology_export_synthetic(topo->hw, buf, size,
+			HWLOC_TOPOLOGY_EXPORT_SYNTHETIC_FLAG_NO_ATTRS);
 		if (n < 0) {
 			free(buf);
 			return NULL;
