@@ -16,7 +16,7 @@ lib_libcommap_la_SOURCES = \
 	lib/matching.h lib/matching.c \
 	lib/map_matching.c \
 	lib/map_exact.c \
-	lib/map_refine.c \
+	lib/map_refine.h lib/map_refine.c \
 	lib/map_baseline.c \
 	lib/map_validate.c \
 	lib/map_align.c

@@ -57,6 +57,7 @@ struct work {
 	int *perm;
 	int *mark;
 	int push;		/* move_vertex() queues unlocked neighbours */
+	int fm_passes, fm_patience, starts;
 	struct cm_heap heap[2];
 	double eps;
 };
@@ -308,7 +309,7 @@ static double fm_pass(const struct graph *g, struct work *w, long long ta,
 
 	push_border(g, w);
 	w->push = 1;
-	while (since <= ML_FM_PATIENCE) {
+	while (since <= w->fm_patience) {
 		int u = pick_move(g, w, wa, ta, tol);
 		long long imb;
 
@@ -346,7 +347,7 @@ static void refine_level(const struct graph *g, struct work *w, long long ta)
 	long long tol = g->maxvw;
 
 	compute_gains(g, w);
-	for (int pass = 0; pass < ML_FM_PASSES; pass++)
+	for (int pass = 0; pass < w->fm_passes; pass++)
 		if (!(fm_pass(g, w, ta, tol) > w->eps))
 			break;
 }
@@ -412,8 +413,8 @@ static void initial_split(const struct graph *g, struct work *w,
 	double best_cut = -1;
 	long long best_imb = 0;
 
-	for (int k = 0; k < INIT_TRIES && k < g->nv; k++) {
-		int seed = (int)((long long)k * g->nv / INIT_TRIES);
+	for (int k = 0; k < w->starts && k < g->nv; k++) {
+		int seed = (int)((long long)k * g->nv / w->starts);
 		long long imb;
 		double cut;
 
@@ -548,22 +549,35 @@ int cm_bisect_multilevel(const struct cm_matrix *m, const int *T, int t,
 			 int ta, int tries, uint64_t seed, double eps,
 			 int *loc, signed char *side)
 {
+	return cm_bisect_multilevel_effort(m, T, t, ta, tries, seed, eps,
+					   NULL, loc, side);
+}
+
+int cm_bisect_multilevel_effort(const struct cm_matrix *m, const int *T,
+				int t, int ta, int tries, uint64_t seed,
+				double eps, const struct cm_bisect_effort *e,
+				int *loc, signed char *side)
+{
 	struct graph lv[MAX_LEVELS];
 	struct work w;
 	uint64_t rng = seed ^ 0x9e3779b97f4a7c15ull;
 	double best_cut = -1;
 	long long best_imb = 0;
-	int rv = -1;
+	int rv = -1, cycles;
 
 	memset(lv, 0, sizeof(lv));
 	if (work_alloc(&w, t))
 		return -1;
 	w.eps = eps;
+	w.fm_passes = e ? e->fm_passes : ML_FM_PASSES;
+	w.fm_patience = e ? e->fm_patience : ML_FM_PATIENCE;
+	w.starts = e && e->starts > 0 ? e->starts : INIT_TRIES;
 	if (graph_from_threads(&lv[0], m, T, t, loc))
 		goto out;
 	if (tries < 1)
 		tries = 1;
-	for (int k = 0; k < tries + (tries > 1 ? REFINE_CYCLES : 0); k++) {
+	cycles = e ? e->refine_cycles : tries > 1 ? REFINE_CYCLES : 0;
+	for (int k = 0; k < tries + cycles; k++) {
 		long long imb;
 		double cut;
 

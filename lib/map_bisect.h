@@ -12,12 +12,29 @@
  * communication as possible: heavy-edge coarsening, several greedy-grown
  * starts on the coarsest graph, Fiduccia-Mattheyses at every level on the
  * way back; the best of `tries` such V-cycles (different coarsenings) is
- * kept, and with tries > 1 improved by refinement V-cycles.  side[i] gets 0 or 1 for T[i].  loc is scratch of
- * cm_matrix_nthreads(m) entries, all -1 on entry; they are -1 again on
- * return.  Gains up to eps count as none (rounding noise; e.g. 1e-12 times
- * the largest weight).  Deterministic for a seed.  0, or -1/ENOMEM. */
+ * kept, and with tries > 1 improved by refinement V-cycles.  side[i]
+ * gets 0 or 1 for T[i].  loc is scratch of cm_matrix_nthreads(m)
+ * entries, all -1 on entry; they are -1 again on return.  Gains up to
+ * eps count as none (rounding noise; e.g. 1e-12 times the largest
+ * weight).  Deterministic for a seed.  0, or -1/ENOMEM. */
 int cm_bisect_multilevel(const struct cm_matrix *m, const int *T, int t,
 			 int ta, int tries, uint64_t seed, double eps,
 			 int *loc, signed char *side);
+
+/* How hard the bisection works: FM passes per level, moves without a
+ * better cut before a pass gives up, refinement V-cycles, starts of the
+ * initial split. */
+struct cm_bisect_effort {
+	int fm_passes;
+	int fm_patience;
+	int refine_cycles;	/* refinement V-cycles after the tries */
+	int starts;		/* grown starts on the coarsest graph */
+};
+
+/* cm_bisect_multilevel() with the given effort (NULL: the default). */
+int cm_bisect_multilevel_effort(const struct cm_matrix *m, const int *T,
+				int t, int ta, int tries, uint64_t seed,
+				double eps, const struct cm_bisect_effort *e,
+				int *loc, signed char *side);
 
 #endif

@@ -335,30 +335,6 @@ int cm_map_greedy(const struct cm_topo *topo, const struct cm_matrix *m,
 		  const struct cm_map_options *opts, int *pu_of_thread,
 		  struct cm_error *err)
 {
-	int n, *cap = NULL, *order = NULL, rv = -1;
-
-	if (!topo || !m || !opts || (!pu_of_thread && cm_matrix_nthreads(m)))
-		return cm_errorf(err, EINVAL, "greedy mapping: missing "
-				 "topology, matrix, options or output");
-	n = cm_matrix_nthreads(m);
-	if (n == 0)
-		return 0;
-	cap = malloc(sizeof(int) * (size_t)(cm_topo_npus(topo) + 1));
-	order = malloc(sizeof(int) * (size_t)n);
-	if (!cap || !order) {
-		cm_errorf(err, ENOMEM, "greedy mapping: out of memory");
-		goto out;
-	}
-	if (cm_map_capacity(topo, n, opts->oversubscribe, cap, err))
-		goto out;
-	if (cm_map_greedy_order(topo, m, cap, order) ||
-	    cm_map_place(topo, m, cap, order, 0, pu_of_thread)) {
-		cm_errorf(err, errno, "greedy mapping: out of memory");
-		goto out;
-	}
-	rv = 0;
-out:
-	free(cap);
-	free(order);
-	return rv;
+	return cm_map_by_order(topo, m, opts, "greedy mapping",
+			       cm_map_greedy_order, pu_of_thread, err);
 }

@@ -12,7 +12,10 @@
  * CM_PLACE_FM, every bisection is improved by Fiduccia-Mattheyses passes at
  * fixed sizes, then by single moves with a strictly positive gain into the
  * free capacity of the other side, so that threads that communicate are
- * stacked together and only those.
+ * stacked together and only those.  A node whose cores will each hold two
+ * threads is not bisected at all: its threads are paired by a matching
+ * (improve_pairs()).  CM_PLACE_LEAN trades a little quality for several
+ * times less work ("auto" at large n).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -35,6 +38,34 @@
 #ifndef TOP_SHARE
 #define TOP_SHARE 4		/* "near the root": t >= n / TOP_SHARE */
 #endif
+/* CM_PLACE_LEAN ("auto" above 512 threads; tuned on tests/bench/map,
+ * docs/PERFORMANCE.md "Mapping"): multilevel only for splits of at least
+ * LEAN_ML_MIN threads, one V-cycle each (also near the root), one FM pass
+ * per level, LEAN_ML_STARTS grown starts on the coarsest graph; shorter
+ * flat FM passes; pairs under a cache by Karp-Sipser greedy pairing, else
+ * greedy matching + 2-opt instead of the exact matching. */
+#ifndef LEAN_ML_MIN
+#define LEAN_ML_MIN 256
+#endif
+#ifndef LEAN_ML_PASSES
+#define LEAN_ML_PASSES 1
+#endif
+#ifndef LEAN_ML_PATIENCE
+#define LEAN_ML_PATIENCE 60	/* less loses light links (clusters, ring) */
+#endif
+#ifndef LEAN_ML_STARTS
+#define LEAN_ML_STARTS 3
+#endif
+#ifndef LEAN_FM_PATIENCE
+#define LEAN_FM_PATIENCE 15
+#endif
+#ifndef LEAN_PAIRS_EXACT_MAX
+#define LEAN_PAIRS_EXACT_MAX 0
+#endif
+
+/* Nodes of pairs with up to this many threads are re-paired by an exact
+ * matching (improve_pairs()); above, greedy matching + 2-opt. */
+#define PAIRS_EXACT_MAX 256
 
 /* ---- indexed max-heap ------------------------------------------------ */
 
@@ -143,8 +174,11 @@ int cm_heap_pop(struct cm_heap *h)
 
 void cm_heap_update(struct cm_heap *h, int id)
 {
-	heap_sift_up(h, h->pos[id]);
-	heap_sift_down(h, h->pos[id]);
+	int i = h->pos[id];
+
+	heap_sift_up(h, i);
+	if (h->pos[id] == i)	/* did not rise: it may have to sink */
+		heap_sift_down(h, i);
 }
 
 void cm_heap_clear(struct cm_heap *h)
@@ -299,6 +333,7 @@ struct place {
 	int *loc;		/* scratch for cm_bisect_multilevel(), -1 */
 	signed char *ml_side;
 	struct cm_heap heap[2];
+	int *count;		/* per node: threads its parent gave it */
 };
 
 /* Move x to the other side and update its neighbours' gains (and their
@@ -469,7 +504,8 @@ static int fm_pick_side(struct place *p, const struct sizes *z)
 static double fm_pass(struct place *p, const int *T, struct sizes *z)
 {
 	int nmoves = 0, keep = 0, since = 0;
-	int patience = FM_PATIENCE;
+	int patience = p->flags & CM_PLACE_LEAN ? LEAN_FM_PATIENCE
+						: FM_PATIENCE;
 	double sum = 0, best = 0;
 
 	push_border(p, T, z->t);
@@ -554,12 +590,18 @@ static void rebalance(struct place *p, const int *T, struct sizes *z)
 /* Large splits: multilevel; side A may come out one thread off. */
 static int multilevel_split(struct place *p, const int *T, struct sizes *z)
 {
+	static const struct cm_bisect_effort lean_effort = {
+		LEAN_ML_PASSES, LEAN_ML_PATIENCE, 0, LEAN_ML_STARTS
+	};
+	int lean = (p->flags & CM_PLACE_LEAN) != 0;
 	/* the splits near the root cut the most expensive links: more
-	 * V-cycles there */
-	int tries = z->t * TOP_SHARE >= p->n && z->t >= 256 ? TOP_TRIES : 1;
+	 * V-cycles there, unless lean */
+	int tries = !lean && z->t * TOP_SHARE >= p->n && z->t >= 256 ?
+		    TOP_TRIES : 1;
 
-	if (cm_bisect_multilevel(p->m, T, z->t, z->ta, tries, p->seed, p->eps,
-				 p->loc, p->ml_side))
+	if (cm_bisect_multilevel_effort(p->m, T, z->t, z->ta, tries, p->seed,
+					p->eps, lean ? &lean_effort : NULL,
+					p->loc, p->ml_side))
 		return -1;
 	z->na = 0;
 	for (int i = 0; i < z->t; i++) {
@@ -573,8 +615,10 @@ static int multilevel_split(struct place *p, const int *T, struct sizes *z)
 
 static int wants_multilevel(const struct place *p, const struct sizes *z)
 {
+	int min = p->flags & CM_PLACE_LEAN ? LEAN_ML_MIN : MULTILEVEL_MIN;
+
 	return !p->use_order && (p->flags & CM_PLACE_FM) &&
-	       !(p->flags & CM_PLACE_FLAT) && z->t >= MULTILEVEL_MIN &&
+	       !(p->flags & CM_PLACE_FLAT) && z->t >= min &&
 	       z->ta > 0 && z->ta < z->t;
 }
 
@@ -645,32 +689,64 @@ static int split_children(const struct place *p, int v, int lo, int hi)
 	return best;
 }
 
-static void place_range(struct place *p, int v, int lo, int hi, int *T,
+/* Does node v take exactly two threads on every child, each child a core
+ * of two PUs?  Then improve_pairs() pairs its threads by a matching,
+ * whatever bisection would have done (every link between two of its cores
+ * costs the same), so bisecting below v is wasted work. */
+static int full_pairs_node(const struct place *p, int v, int t)
+{
+	const struct cm_topo_node *node = cm_topo_node(p->topo, v);
+
+	if (!(p->flags & CM_PLACE_FM) || node->nchildren < 2 ||
+	    t != 2 * node->nchildren || t > PAIRS_EXACT_MAX)
+		return 0;
+	for (int k = 0; k < node->nchildren; k++) {
+		const struct cm_topo_node *c =
+			cm_topo_node(p->topo, node->first_child + k);
+
+		if (c->pu >= 0 || c->nchildren != 2 ||
+		    p->node_cap[node->first_child + k] != 2 ||
+		    cm_topo_node(p->topo, c->first_child)->pu < 0 ||
+		    cm_topo_node(p->topo, c->first_child + 1)->pu < 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* Two threads on each core of a full pairs node, in the order of T (a
+ * bisection order keeps neighbours close; the matching decides). */
+static void place_pairs_node(struct place *p, int v, const int *T)
+{
+	const struct cm_topo_node *node = cm_topo_node(p->topo, v);
+
+	for (int k = 0; k < node->nchildren; k++) {
+		const struct cm_topo_node *c =
+			cm_topo_node(p->topo, node->first_child + k);
+
+		p->pu_of_thread[T[2 * k]] =
+			cm_topo_node(p->topo, c->first_child)->pu;
+		p->pu_of_thread[T[2 * k + 1]] =
+			cm_topo_node(p->topo, c->first_child + 1)->pu;
+	}
+}
+
+/* Cut T among children lo..hi-1 of v by recursive bisection (halves of
+ * the children, spread-quota sizes); T ends ordered by child, and child
+ * c gets p->count[first child + c] threads. */
+static void split_range(struct place *p, int v, int lo, int hi, int *T,
 			int t)
 {
 	const struct cm_topo_node *node = cm_topo_node(p->topo, v);
-	struct sizes z;
+	struct sizes z = { .t = t };
 	int first = node->first_child, mid, na;
 
-	if (t == 0)
-		return;
-	if (node->pu >= 0) {
-		for (int i = 0; i < t; i++)
-			p->pu_of_thread[T[i]] = node->pu;
-		return;
-	}
-	if (hi - lo == 1) {
-		int c = first + lo;
-
-		place_range(p, c, 0, cm_topo_node(p->topo, c)->nchildren, T, t);
+	if (hi - lo == 1 || t == 0) {
+		for (int c = lo; c < hi; c++)
+			p->count[first + c] = c == lo ? t : 0;
 		return;
 	}
 	mid = split_children(p, v, lo, hi);
 	range_quota(p->topo, p->node_cap, p->spread, v, lo, hi, t, p->quota);
-	z.t = t;
-	z.ta = 0;
-	z.cap_a = 0;
-	z.cap_b = 0;
 	for (int c = lo; c < hi; c++) {
 		if (c < mid) {
 			z.ta += p->quota[first + c];
@@ -680,18 +756,46 @@ static void place_range(struct place *p, int v, int lo, int hi, int *T,
 		}
 	}
 	na = bisect(p, T, &z);
-	place_range(p, v, lo, mid, T, na);
-	place_range(p, v, mid, hi, T + na, t - na);
+	split_range(p, v, lo, mid, T, na);
+	split_range(p, v, mid, hi, T + na, t - na);
 }
 
-/* ---- pairs under a cache: an exact last step -------------------------- */
+/* Place T under node v: split among the children, then recurse. */
+static void place_node(struct place *p, int v, int *T, int t)
+{
+	const struct cm_topo_node *node = cm_topo_node(p->topo, v);
+	int off = 0;
+
+	if (t == 0)
+		return;
+	if (node->pu >= 0) {
+		for (int i = 0; i < t; i++)
+			p->pu_of_thread[T[i]] = node->pu;
+		return;
+	}
+	if (full_pairs_node(p, v, t)) {
+		place_pairs_node(p, v, T);
+		return;
+	}
+	split_range(p, v, 0, node->nchildren, T, t);
+	for (int c = 0; c < node->nchildren; c++) {
+		int cnt = p->count[node->first_child + c];
+
+		place_node(p, node->first_child + c, T + off, cnt);
+		off += cnt;
+	}
+}
+
+/* ---- pairs under a cache: a matching as the last step ----------------- */
 
 /* Under a node whose children are cores holding two threads each, every
  * edge between different cores costs the node's weight, so the best
  * arrangement of those threads is a maximum-weight perfect matching of
  * them (SPCD §IV-B): recursive bisection only approximates it.  The set of
- * threads under the node does not change, so nothing else does. */
-#define PAIRS_EXACT_MAX 256	/* threads; above, greedy matching + 2-opt */
+ * threads under the node does not change, so nothing else does.  A greedy
+ * pairing that reaches an upper bound is taken as it is (usual on meshes
+ * and clusters); otherwise the exact matching for up to exact_max
+ * threads, greedy matching + 2-opt above. */
 
 struct pairs_ctx {
 	const struct cm_topo *topo;
@@ -700,6 +804,8 @@ struct pairs_ctx {
 	int n;
 	int *first, *second;	/* per node: its threads, -1 if none */
 	int *loc;		/* thread -> index in the set, -1 */
+	int *deg;		/* per index in the set: unpaired partners */
+	int exact_max;		/* larger sets: greedy matching + 2-opt */
 };
 
 static int core_of_thread(const struct pairs_ctx *c, int t)
@@ -760,7 +866,7 @@ static int match_threads(const struct pairs_ctx *c, const int *set, int k,
 			}
 		}
 	}
-	rv = k <= PAIRS_EXACT_MAX ? cm_matching_perfect(k, edges, ne, mate)
+	rv = k <= c->exact_max ? cm_matching_perfect(k, edges, ne, mate)
 				  : cm_matching_perfect_greedy(k, edges, ne,
 							       mate);
 	free(edges);
@@ -820,13 +926,141 @@ static void assign_pairs(struct pairs_ctx *c, int v, const int *set,
 	free(pa);
 }
 
+/* No pairing of the set weighs more than half the sum of each thread's
+ * heaviest edge inside the set. */
+static double pairing_bound(const struct pairs_ctx *c, const int *set, int k)
+{
+	double sum = 0;
+
+	for (int i = 0; i < k; i++) {
+		const struct cm_matrix_entry *row;
+		int deg = cm_matrix_row(c->m, set[i], &row);
+		double best = 0;
+
+		for (int j = 0; j < deg; j++)
+			if (c->loc[row[j].col] >= 0 && row[j].w > best)
+				best = row[j].w;
+		sum += best;
+	}
+	return sum / 2;
+}
+
+/* Unpaired partners of set[i] inside the set lose one: set[i] was paired. */
+static void unlink_paired(const struct pairs_ctx *c, const int *set, int i,
+			  const int *mate)
+{
+	const struct cm_matrix_entry *row;
+	int deg = cm_matrix_row(c->m, set[i], &row);
+
+	for (int j = 0; j < deg; j++) {
+		int o = c->loc[row[j].col];
+
+		if (o >= 0 && o != i && mate[o] < 0)
+			c->deg[o]--;
+	}
+}
+
+/* The heaviest unpaired partner of set[i] in the set (ties: the lower
+ * index), -1 if none; its weight in *w. */
+static int heaviest_unpaired(const struct pairs_ctx *c, const int *set,
+			     int i, const int *mate, double *w)
+{
+	const struct cm_matrix_entry *row;
+	int deg = cm_matrix_row(c->m, set[i], &row), best = -1;
+
+	*w = 0;
+	for (int j = 0; j < deg; j++) {
+		int o = c->loc[row[j].col];
+
+		if (o < 0 || o == i || mate[o] >= 0)
+			continue;
+		if (best < 0 || row[j].w > *w || (row[j].w == *w && o < best)) {
+			best = o;
+			*w = row[j].w;
+		}
+	}
+	return best;
+}
+
+/* Greedy pairing in Karp-Sipser order: the thread with the fewest unpaired
+ * partners goes first (with one left it must take it or lose it), with
+ * its heaviest unpaired partner; threads left without partners are paired
+ * in order.  On meshes and clusters this usually reaches the bound, so the
+ * exact matching is not needed.  Returns the weight. */
+static double greedy_pairing(const struct pairs_ctx *c, const int *set,
+			     int k, int *mate)
+{
+	double total = 0, w;
+	int pending = -1;
+
+	for (int i = 0; i < k; i++) {
+		const struct cm_matrix_entry *row;
+		int deg = cm_matrix_row(c->m, set[i], &row);
+
+		mate[i] = -1;
+		c->deg[i] = 0;
+		for (int j = 0; j < deg; j++)
+			c->deg[i] += c->loc[row[j].col] >= 0 &&
+				     c->loc[row[j].col] != i;
+	}
+	for (;;) {
+		int u = -1, b;
+
+		for (int i = 0; i < k; i++)
+			if (mate[i] < 0 && c->deg[i] > 0 &&
+			    (u < 0 || c->deg[i] < c->deg[u]))
+				u = i;
+		if (u < 0)
+			break;
+		b = heaviest_unpaired(c, set, u, mate, &w);
+		mate[u] = b;
+		mate[b] = u;
+		total += w;
+		unlink_paired(c, set, u, mate);
+		unlink_paired(c, set, b, mate);
+	}
+	for (int i = 0; i < k; i++) {
+		if (mate[i] >= 0)
+			continue;
+		if (pending < 0) {
+			pending = i;
+		} else {
+			mate[i] = pending;
+			mate[pending] = i;
+			pending = -1;
+		}
+	}
+	return total;
+}
+
+/* A heavier pairing of the set than the current one (weight now) in
+ * mate: 1, or 0 if there is none.  The exact matching runs only when the
+ * current and the greedy pairing both stay below the bound. */
+static int better_pairing(const struct pairs_ctx *c, const int *set, int k,
+			  double now, int *mate)
+{
+	double bound = pairing_bound(c, set, k), then = 0;
+	double tol = 1e-12 * bound;
+
+	if (now >= bound - tol)
+		return 0;
+	if (greedy_pairing(c, set, k, mate) >= bound - tol)
+		return 1;
+	if (match_threads(c, set, k, mate))
+		return 0;
+	for (int i = 0; i < k; i++)
+		if (mate[i] > i)
+			then += pair_weight(c, set[i], set[mate[i]]);
+	return then > now * (1 + 1e-12);
+}
+
 /* Re-pair the threads under v; the heaviest pairs go to the cores whose
  * two PUs are closest (the same PU when oversubscribed). */
 static void repair_node(struct pairs_ctx *c, int v, int *set, int *mate)
 {
 	const struct cm_topo_node *node = cm_topo_node(c->topo, v);
 	int k = 0;
-	double now = 0, then = 0;
+	double now = 0;
 
 	for (int i = 0; i < node->nchildren; i++) {
 		int ch = node->first_child + i;
@@ -837,13 +1071,8 @@ static void repair_node(struct pairs_ctx *c, int v, int *set, int *mate)
 	}
 	for (int i = 0; i < k; i++)
 		c->loc[set[i]] = i;
-	if (match_threads(c, set, k, mate) == 0) {
-		for (int i = 0; i < k; i++)
-			if (mate[i] > i)
-				then += pair_weight(c, set[i], set[mate[i]]);
-		if (then > now * (1 + 1e-12))
-			assign_pairs(c, v, set, mate);
-	}
+	if (better_pairing(c, set, k, now, mate))
+		assign_pairs(c, v, set, mate);
 	for (int i = 0; i < k; i++)
 		c->loc[set[i]] = -1;
 }
@@ -851,17 +1080,20 @@ static void repair_node(struct pairs_ctx *c, int v, int *set, int *mate)
 /* Apply repair_node() to every node of pairs; 0, or -1/ENOMEM (then the
  * mapping is still the valid one from before). */
 static int improve_pairs(const struct cm_topo *topo,
-			 const struct cm_matrix *m, int *pu_of_thread)
+			 const struct cm_matrix *m, int *pu_of_thread,
+			 int exact_max)
 {
 	int nnodes = cm_topo_nnodes(topo), n = cm_matrix_nthreads(m);
 	struct pairs_ctx c = { .topo = topo, .m = m,
-			       .pu_of_thread = pu_of_thread, .n = n };
+			       .pu_of_thread = pu_of_thread, .n = n,
+			       .exact_max = exact_max };
 	int *set = malloc(sizeof(int) * (size_t)n * 2);
 	int rv = -1;
 
 	c.first = malloc(sizeof(int) * (size_t)nnodes * 2);
 	c.loc = malloc(sizeof(int) * (size_t)n);
-	if (!set || !c.first || !c.loc)
+	c.deg = malloc(sizeof(int) * (size_t)n);
+	if (!set || !c.first || !c.loc || !c.deg)
 		goto out;
 	c.second = c.first + nnodes;
 	for (int i = 0; i < 2 * nnodes; i++)
@@ -891,6 +1123,7 @@ out:
 	free(set);
 	free(c.first);
 	free(c.loc);
+	free(c.deg);
 	return rv;
 }
 
@@ -906,6 +1139,7 @@ static void place_free(struct place *p)
 	free(p->buf);
 	free(p->loc);
 	free(p->ml_side);
+	free(p->count);
 	cm_heap_free(&p->heap[0]);
 	cm_heap_free(&p->heap[1]);
 }
@@ -924,7 +1158,8 @@ static int place_alloc(struct place *p, int n, int nnodes)
 	p->buf = malloc(nn * sizeof(int));
 	p->loc = malloc(nn * sizeof(int));
 	p->ml_side = malloc(nn);
-	if (!p->loc || !p->ml_side ||
+	p->count = malloc(nk * sizeof(int));
+	if (!p->loc || !p->ml_side || !p->count ||
 	    cm_heap_init(&p->heap[0], n, p->gain) ||
 	    cm_heap_init(&p->heap[1], n, p->gain) || !p->node_cap ||
 	    !p->spread || !p->quota || !p->side || !p->locked || !p->gain ||
@@ -974,12 +1209,49 @@ int cm_map_place_seeded(const struct cm_topo *topo,
 	p.eps = 1e-12 * cm_matrix_max(m);
 	cm_map_node_capacity(topo, cap, p.node_cap);
 	cm_map_spread_weight(topo, p.spread);
-	place_range(&p, 0, 0, cm_topo_node(topo, 0)->nchildren, T, n);
+	place_node(&p, 0, T, n);
 	free(T);
 	place_free(&p);
-	if ((flags & CM_PLACE_FM) && improve_pairs(topo, m, pu_of_thread)) {
+	if ((flags & CM_PLACE_FM) &&
+	    improve_pairs(topo, m, pu_of_thread, flags & CM_PLACE_LEAN ?
+			  LEAN_PAIRS_EXACT_MAX : PAIRS_EXACT_MAX)) {
 		errno = ENOMEM;
 		return -1;
 	}
 	return 0;
+}
+
+int cm_map_by_order(const struct cm_topo *topo, const struct cm_matrix *m,
+		    const struct cm_map_options *opts, const char *name,
+		    cm_map_order_fn order_fn, int *pu_of_thread,
+		    struct cm_error *err)
+{
+	int n, *cap = NULL, *order = NULL, rv = -1;
+
+	if (!topo || !m || !opts || (!pu_of_thread && cm_matrix_nthreads(m)))
+		return cm_errorf(err, EINVAL, "%s: missing topology, matrix, "
+				 "options or output", name);
+	n = cm_matrix_nthreads(m);
+	if (n == 0)
+		return 0;
+	cap = malloc(sizeof(int) * (size_t)(cm_topo_npus(topo) + 1));
+	order = malloc(sizeof(int) * (size_t)n);
+	if (!cap || !order) {
+		cm_errorf(err, ENOMEM, "%s: out of memory", name);
+		goto out;
+	}
+	if (cm_map_capacity(topo, n, opts->oversubscribe, cap, err))
+		goto out;
+	errno = 0;
+	if (order_fn(topo, m, cap, order) ||
+	    cm_map_place(topo, m, cap, order, 0, pu_of_thread)) {
+		cm_errorf(err, errno ? errno : ENOMEM,
+			  "%s of %d threads: out of memory", name, n);
+		goto out;
+	}
+	rv = 0;
+out:
+	free(cap);
+	free(order);
+	return rv;
 }

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "commap/mapping.h"
 #include "commap/matrix.h"
 #include "commap/topology.h"
 
@@ -16,6 +17,9 @@
 /* With CM_PLACE_FM: no multilevel bisection, flat FM only (another
  * candidate for "auto"; sometimes better on small meshes). */
 #define CM_PLACE_FLAT 0x2u
+/* With CM_PLACE_FM: less effort (one V-cycle per split, shorter FM
+ * passes, multilevel only for larger splits); "auto" at large n. */
+#define CM_PLACE_LEAN 0x4u
 
 /* Spread weight of every tree node: the number of cores below it (a PU
  * that is not under a core node counts as a core), spread[nnodes]. */
@@ -48,6 +52,19 @@ int cm_map_place_seeded(const struct cm_topo *topo,
 			const struct cm_matrix *m, const int *cap,
 			const int *order, unsigned flags, uint64_t seed,
 			int *pu_of_thread);
+
+/* A bottom-up mapper in two steps: order_fn writes a thread order in which
+ * every group it formed is consecutive (greedy grouping, SPCD matching),
+ * then cm_map_place() cuts that order along the tree.  Checks the
+ * arguments and the capacity; name starts the error messages ("greedy
+ * mapping").  Same contract as cm_map(). */
+typedef int (*cm_map_order_fn)(const struct cm_topo *topo,
+			       const struct cm_matrix *m, const int *cap,
+			       int *order);
+int cm_map_by_order(const struct cm_topo *topo, const struct cm_matrix *m,
+		    const struct cm_map_options *opts, const char *name,
+		    cm_map_order_fn order_fn, int *pu_of_thread,
+		    struct cm_error *err);
 
 /* LHMapping §3.3 bottom-up grouping (map_greedy.c): writes to order[n]
  * the threads flattened depth first from the hierarchy of groups built by

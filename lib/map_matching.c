@@ -527,35 +527,21 @@ out:
 	return rv;
 }
 
+/* The SPCD order needs neither the tree nor the capacities: the
+ * placement cuts it along the tree. */
+static int matching_order(const struct cm_topo *topo,
+			  const struct cm_matrix *m, const int *cap,
+			  int *order)
+{
+	(void)topo;
+	(void)cap;
+	return cm_map_matching_order(m, order);
+}
+
 int cm_map_matching(const struct cm_topo *topo, const struct cm_matrix *m,
 		    const struct cm_map_options *opts, int *pu_of_thread,
 		    struct cm_error *err)
 {
-	int n, *cap = NULL, *order = NULL, rv = -1;
-
-	if (!topo || !m || !opts || (!pu_of_thread && cm_matrix_nthreads(m)))
-		return cm_errorf(err, EINVAL, "matching mapping: missing "
-				 "topology, matrix, options or output");
-	n = cm_matrix_nthreads(m);
-	if (n == 0)
-		return 0;
-	cap = malloc(sizeof(int) * (size_t)(cm_topo_npus(topo) + 1));
-	order = malloc(sizeof(int) * (size_t)n);
-	if (!cap || !order) {
-		cm_errorf(err, ENOMEM, "matching mapping: out of memory");
-		goto out;
-	}
-	if (cm_map_capacity(topo, n, opts->oversubscribe, cap, err))
-		goto out;
-	if (cm_map_matching_order(m, order) ||
-	    cm_map_place(topo, m, cap, order, 0, pu_of_thread)) {
-		cm_errorf(err, errno ? errno : ENOMEM,
-			  "matching mapping of %d threads: out of memory", n);
-		goto out;
-	}
-	rv = 0;
-out:
-	free(cap);
-	free(order);
-	return rv;
+	return cm_map_by_order(topo, m, opts, "matching mapping",
+			       matching_order, pu_of_thread, err);
 }

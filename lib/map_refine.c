@@ -13,7 +13,9 @@
  * and the loop cannot cycle on rounding.  Loads: a PU never receives more
  * threads than max(cm_map_capacity(), its load on entry), and with
  * oversubscription never drops below floor(n / npus), so a valid mapping
- * stays valid (cm_map_validate()).
+ * stays valid (cm_map_validate()).  cm_map_refine_effort() bounds the
+ * work (fewer partners and PUs, fewer passes, a stop when the gain per
+ * visit falls too low) for auto's lean path at large n.
  */
 #include <errno.h>
 #include <math.h>
@@ -21,10 +23,16 @@
 #include <string.h>
 
 #include "map_internal.h"
+#include "map_refine.h"
 
 #define TOP_PARTNERS 3		/* partners whose surroundings are tried */
 #define PU_BUDGET 16		/* PUs tried around one partner */
 #define MAX_PASSES 16		/* visits per thread, on average */
+#define TOP_UNKNOWN (-2)	/* top partners not looked up yet */
+
+static const struct cm_refine_effort default_effort = {
+	TOP_PARTNERS, PU_BUDGET, MAX_PASSES, 0
+};
 
 struct refine {
 	const struct cm_matrix *m;
@@ -42,6 +50,8 @@ struct refine {
 	char *queued;
 	int head, count;
 	double eps;
+	double gained;			/* cost removed so far */
+	struct cm_refine_effort e;	/* partners <= TOP_PARTNERS */
 };
 
 struct action {
@@ -191,11 +201,12 @@ static void try_range(const struct refine *r, int u, const struct region *g,
 }
 
 /* The PUs around partner PU q at the levels closer to q than u's PU is,
- * lowest level first, at most PU_BUDGET of them; levels where u cannot
- * gain (its cost there is at least the outside part) are skipped. */
+ * lowest level first, at most the effort's PU budget of them; levels
+ * where u cannot gain (its cost there is at least the outside part) are
+ * skipped. */
 static void try_near(struct refine *r, int u, int q, struct action *best)
 {
-	int dq = dist(r, r->pos[u], q), budget = PU_BUDGET;
+	int dq = dist(r, r->pos[u], q), budget = r->e.pu_budget;
 	int done_lo = q, done_hi = q + 1;	/* PUs tried so far */
 	struct region g = { .in_pu = r->in_pu, .in_w = r->in_w };
 
@@ -286,6 +297,8 @@ static void apply(struct refine *r, int u, const struct action *act)
 	relocate(r, act->y, a);
 }
 
+static void find_top_partners(struct refine *r, int u);
+
 /* Best action for u; 1 if one was applied. */
 static int improve_thread(struct refine *r, int u)
 {
@@ -293,7 +306,9 @@ static int improve_thread(struct refine *r, int u)
 
 	if (r->contrib[u] <= 0)
 		return 0;
-	for (int k = 0; k < TOP_PARTNERS; k++) {
+	if (r->top[u * TOP_PARTNERS] == TOP_UNKNOWN)
+		find_top_partners(r, u);
+	for (int k = 0; k < r->e.partners; k++) {
 		int v = r->top[u * TOP_PARTNERS + k];
 
 		if (v >= 0)
@@ -302,6 +317,7 @@ static int improve_thread(struct refine *r, int u)
 	if (best.b < 0)
 		return 0;
 	apply(r, u, &best);
+	r->gained -= best.delta;
 	return 1;
 }
 
@@ -325,22 +341,21 @@ static void top_insert(int *top, double *tw, int c, double w)
 	}
 }
 
-/* TOP_PARTNERS heaviest partners of every thread. */
-static void find_top_partners(struct refine *r)
+/* TOP_PARTNERS heaviest partners of thread u, found when u is first
+ * visited (many threads never need them). */
+static void find_top_partners(struct refine *r, int u)
 {
-	for (int u = 0; u < r->n; u++) {
-		const struct cm_matrix_entry *e;
-		int len = cm_matrix_row(r->m, u, &e);
-		int *top = r->top + u * TOP_PARTNERS;
-		double tw[TOP_PARTNERS];
+	const struct cm_matrix_entry *e;
+	int len = cm_matrix_row(r->m, u, &e);
+	int *top = r->top + u * TOP_PARTNERS;
+	double tw[TOP_PARTNERS];
 
-		for (int k = 0; k < TOP_PARTNERS; k++) {
-			top[k] = -1;
-			tw[k] = 0;
-		}
-		for (int k = 0; k < len; k++)
-			top_insert(top, tw, e[k].col, e[k].w);
+	for (int k = 0; k < TOP_PARTNERS; k++) {
+		top[k] = -1;
+		tw[k] = 0;
 	}
+	for (int k = 0; k < len; k++)
+		top_insert(top, tw, e[k].col, e[k].w);
 }
 
 static void copy_tree(struct refine *r, const struct cm_topo *topo)
@@ -395,13 +410,29 @@ static double setup_costs(struct refine *r)
 	return total / 2;
 }
 
+/* Gain-per-work stop (effort min_gain > 0): after every window of n / 8
+ * visits, stop if the window removed less than min_gain of the cost. */
+static int window_useless(const struct refine *r, long visits, double cost0,
+			  double *mark)
+{
+	long window = r->n / 8 > 0 ? r->n / 8 : 1;
+	int useless;
+
+	if (!(r->e.min_gain > 0) || visits % window != 0)
+		return 0;
+	useless = r->gained - *mark < r->e.min_gain * cost0;
+	*mark = r->gained;
+	return useless;
+}
+
 static int run(struct refine *r)
 {
-	long visits = 0, max_visits = (long)MAX_PASSES * r->n;
-	double cost0;
+	long visits = 0, max_visits = (long)r->e.max_passes * r->n;
+	double cost0, mark = 0;
 	int moves = 0;
 
-	find_top_partners(r);
+	for (int t = 0; t < r->n; t++)
+		r->top[t * TOP_PARTNERS] = TOP_UNKNOWN;
 	cost0 = setup_costs(r);
 	if (!(cost0 > 0) || !isfinite(cost0))
 		return 0;
@@ -417,6 +448,8 @@ static int run(struct refine *r)
 		r->count--;
 		r->queued[u] = 0;
 		moves += improve_thread(r, u);
+		if (window_useless(r, visits, cost0, &mark))
+			break;
 	}
 	return moves;
 }
@@ -478,8 +511,26 @@ static int alloc_refine(struct refine *r, int nnodes)
 int cm_map_refine(const struct cm_topo *topo, const struct cm_matrix *m,
 		  int *pu_of_thread, int oversubscribe)
 {
+	return cm_map_refine_effort(topo, m, pu_of_thread, oversubscribe,
+				    NULL);
+}
+
+int cm_map_refine_effort(const struct cm_topo *topo,
+			 const struct cm_matrix *m, int *pu_of_thread,
+			 int oversubscribe, const struct cm_refine_effort *e)
+{
 	struct refine r = { .m = m, .pos = pu_of_thread };
 	int rv = -1;
+
+	r.e = e ? *e : default_effort;
+	if (r.e.partners > TOP_PARTNERS)
+		r.e.partners = TOP_PARTNERS;
+	if (r.e.partners < 1)
+		r.e.partners = 1;
+	if (r.e.pu_budget < 1)
+		r.e.pu_budget = 1;
+	if (r.e.max_passes < 1)
+		r.e.max_passes = 1;
 
 	if (!topo || !m) {
 		errno = EINVAL;

@@ -1,20 +1,25 @@
 /* mapping.c: cm_map(), the dispatcher, and "auto".
  *
- * auto, n <= CM_MAP_EXACT_MAX: the exact optimum (map_exact.c).
- * auto, larger n: several candidates; the one with the lowest cm_cost()
- * wins (ties: the first):
- *  1. LHMapping §3.3 bottom-up greedy groups (good when threads form
- *     clusters), placed top-down with FM-refined splits;
- *  2. top-down recursive bisection following the tree: multilevel
- *     (map_bisect.c) with a few seeds, and flat greedy growing + FM (good
- *     on stencils and meshes, where bottom-up greedy grouping leaves
- *     ragged borders); pairs under each cache then re-matched exactly;
- *     the best of 1-2 is improved by cm_map_refine();
- *  3. for n <= AUTO_ALL_MAX, the plain greedy and the SPCD matching
- *     mappers, as cm_map() gives them (refined);
- *  4. the baselines (they are O(n)).
- * So auto is never worse than a baseline, nor, up to AUTO_ALL_MAX threads,
- * than greedy or matching.
+ * auto picks by size (docs/mapping.md, docs/PERFORMANCE.md "Mapping"):
+ *  - n <= CM_MAP_EXACT_MAX: the exact optimum (map_exact.c);
+ *  - n <= AUTO_ALL_MAX: several candidates, the one with the lowest
+ *    cm_cost() wins (ties: the first):
+ *     1. LHMapping §3.3 bottom-up greedy groups (good when threads form
+ *        clusters), placed top-down with FM-refined splits;
+ *     2. top-down recursive bisection following the tree: multilevel
+ *        (map_bisect.c) with a few seeds, and flat greedy growing + FM
+ *        (good on stencils and meshes, where bottom-up greedy grouping
+ *        leaves ragged borders); pairs under each cache then re-matched
+ *        exactly; the best of 1-2 is improved by cm_map_refine();
+ *     3. the plain greedy and the SPCD matching mappers, as cm_map()
+ *        gives them (refined);
+ *     4. the baselines (they are O(n));
+ *    so auto is never worse than any of them there;
+ *  - larger n, the lean path: one multilevel recursive bisection with
+ *    less effort per split (CM_PLACE_LEAN) and a bounded refinement.  On
+ *    tests/bench/map the candidates above never won at these sizes and
+ *    cost 4-8 times as much; this path is what meets the time targets
+ *    (1024 threads in about 2 ms).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,10 +29,29 @@
 #include "commap/mapping.h"
 #include "map_groups.h"
 #include "map_internal.h"
+#include "map_refine.h"
 
-/* Up to this many threads, auto also tries matching and refines the
- * baselines; above it those would cost more time than they ever save. */
+/* Up to this many threads auto runs every candidate; above, the lean
+ * path. */
+#ifndef AUTO_ALL_MAX
 #define AUTO_ALL_MAX 512
+#endif
+/* Refinement effort of the lean path: after its FM-refined splits and
+ * pairing, the full refinement found < 0.1% on tests/bench/map, at 15-30%
+ * of the time; so one partner, few PUs, and a stop when it stops paying
+ * (cm_refine_effort.min_gain). */
+#ifndef LEAN_REFINE_PARTNERS
+#define LEAN_REFINE_PARTNERS 1
+#endif
+#ifndef LEAN_REFINE_PUS
+#define LEAN_REFINE_PUS 8
+#endif
+#ifndef LEAN_REFINE_PASSES
+#define LEAN_REFINE_PASSES 2
+#endif
+#ifndef LEAN_REFINE_MIN_GAIN
+#define LEAN_REFINE_MIN_GAIN 1e-5	/* per n / 8 visits */
+#endif
 
 struct candidates {
 	const struct cm_topo *topo;
@@ -68,12 +92,10 @@ static void offer_placement(struct candidates *c, const int *cap,
 		offer(c, refine && !c->opts->no_refine);
 }
 
-/* Restarts of the multilevel bisection with other seeds: cheap when n is
- * small, and the best of a few is markedly better on meshes. */
-static int restarts(int n)
-{
-	return n <= AUTO_ALL_MAX ? 3 : 1;
-}
+/* Restarts of the multilevel bisection with other seeds (n <=
+ * AUTO_ALL_MAX): cheap there, and the best of a few is markedly better on
+ * meshes. */
+#define AUTO_RESTARTS 3
 
 static void offer_algorithm(struct candidates *c, enum cm_map_algorithm alg,
 			    int refine)
@@ -97,35 +119,63 @@ static void offer_algorithm(struct candidates *c, enum cm_map_algorithm alg,
 		offer(c, refine && !c->opts->no_refine);
 }
 
-/* The placements (bottom-up greedy groups, multilevel bisection with a
- * few seeds, flat bisection) compete unrefined and only the best is
- * refined: refinement is the costly part and rarely changes the order.
- * For n <= AUTO_ALL_MAX, greedy and matching also run as cm_map() runs
- * them (refined), so that auto is never worse than either; baselines
+static void offer_baselines(struct candidates *c)
+{
+	for (int a = CM_MAP_COMPACT; a <= CM_MAP_RANDOM; a++)
+		offer_algorithm(c, (enum cm_map_algorithm)a, 0);
+}
+
+/* Large n: one lean multilevel bisection, refined with a bounded effort.
+ * The other candidates cost several times as much and never won at these
+ * sizes on tests/bench/map, nor did a baseline; compact is the fallback
+ * if the placement fails (out of memory). */
+static int map_auto_lean(struct candidates *c, const int *cap)
+{
+	static const struct cm_refine_effort lean_refine = {
+		LEAN_REFINE_PARTNERS, LEAN_REFINE_PUS, LEAN_REFINE_PASSES,
+		LEAN_REFINE_MIN_GAIN
+	};
+
+	if (cm_map_place_seeded(c->topo, c->m, cap, NULL,
+				CM_PLACE_FM | CM_PLACE_LEAN,
+				c->opts->seed,
+				c->best) == 0 &&
+	    cm_map_validate(c->topo, c->n, c->best, c->opts->oversubscribe,
+			    NULL) == 0) {
+		if (!c->opts->no_refine)
+			cm_map_refine_effort(c->topo, c->m, c->best,
+					     c->opts->oversubscribe,
+					     &lean_refine);
+		return 0;
+	}
+	offer_algorithm(c, CM_MAP_COMPACT, 0);
+	return c->have_best ? 0 : -1;
+}
+
+/* n <= AUTO_ALL_MAX.  The placements (bottom-up greedy groups,
+ * multilevel bisection with a few seeds, flat bisection) compete
+ * unrefined and only the best is refined: refinement is the costly part
+ * and rarely changes the order.  Greedy and matching also run as cm_map()
+ * runs them (refined), so that auto is never worse than either; baselines
  * compete as they are (refinement would only lower them further). */
 static int map_auto_heuristics(struct candidates *c, const int *cap)
 {
 	int *order = malloc(sizeof(int) * (size_t)c->n);
-	int refine = !c->opts->no_refine;
 
 	if (order && cm_map_greedy_order(c->topo, c->m, cap, order) == 0)
 		offer_placement(c, cap, order, CM_PLACE_FM, 0, 0);
 	free(order);
-	for (int k = 0; k < restarts(c->n); k++)
+	for (int k = 0; k < AUTO_RESTARTS; k++)
 		offer_placement(c, cap, NULL, CM_PLACE_FM,
 				c->opts->seed + (uint64_t)k, 0);
-	if (c->n <= AUTO_ALL_MAX)	/* above, multilevel always won */
-		offer_placement(c, cap, NULL, CM_PLACE_FM | CM_PLACE_FLAT,
-				c->opts->seed, 0);
-	if (c->have_best && refine &&
+	offer_placement(c, cap, NULL, CM_PLACE_FM | CM_PLACE_FLAT,
+			c->opts->seed, 0);
+	if (c->have_best && !c->opts->no_refine &&
 	    cm_map_refine(c->topo, c->m, c->best, c->opts->oversubscribe) >= 0)
 		c->best_cost = cm_cost(c->topo, c->m, c->best);
-	if (c->n <= AUTO_ALL_MAX) {
-		offer_algorithm(c, CM_MAP_GREEDY, 1);
-		offer_algorithm(c, CM_MAP_MATCHING, 1);
-	}
-	for (int a = CM_MAP_COMPACT; a <= CM_MAP_RANDOM; a++)
-		offer_algorithm(c, (enum cm_map_algorithm)a, 0);
+	offer_algorithm(c, CM_MAP_GREEDY, 1);
+	offer_algorithm(c, CM_MAP_MATCHING, 1);
+	offer_baselines(c);
 	return c->have_best ? 0 : -1;
 }
 
@@ -149,7 +199,8 @@ static int map_auto(const struct cm_topo *topo, const struct cm_matrix *m,
 	}
 	if (cm_map_capacity(topo, c.n, opts->oversubscribe, cap, err))
 		goto out;
-	if (map_auto_heuristics(&c, cap)) {
+	if (c.n > AUTO_ALL_MAX ? map_auto_lean(&c, cap)
+			       : map_auto_heuristics(&c, cap)) {
 		cm_errorf(err, errno ? errno : ENOMEM,
 			  "auto mapping: no algorithm produced a mapping of "
 			  "%d threads", c.n);

@@ -10,6 +10,7 @@
 #include "map_bisect.h"
 #include "map_groups.h"
 #include "map_internal.h"
+#include "map_refine.h"
 #include "tap.h"
 
 static struct cm_topo *load(const char *spec)
@@ -293,6 +294,114 @@ static void test_multilevel(void)
 	cm_matrix_free(ring);
 }
 
+/* A path a-b (2), b-c (3), c-d (2) under one node of two cores: the best
+ * pairing is {a,b} {c,d} (weight 4), which taking the heaviest edge first
+ * (b-c) misses; the pairs step must find it whatever the bisection did.
+ * Numbered b = 0, c = 1, a = 2, d = 3, so that thread order and a greedy
+ * pairing both start with b-c. */
+static void test_pairs_exact(void)
+{
+	struct cm_topo *t = load("core:2 pu:2");
+	struct cm_matrix *m = cm_matrix_new(4);
+	int cap[4], pu[4], rv;
+	unsigned flags[2] = { CM_PLACE_FM, CM_PLACE_FM | CM_PLACE_LEAN };
+
+	cm_matrix_add(m, 2, 0, 2);	/* a-b */
+	cm_matrix_add(m, 0, 1, 3);	/* b-c */
+	cm_matrix_add(m, 1, 3, 2);	/* c-d */
+	cm_map_capacity(t, 4, 0, cap, NULL);
+	for (int f = 0; f < 2; f++) {
+		rv = cm_map_place(t, m, cap, NULL, flags[f], pu);
+		ok(rv == 0 && pu[0] / 2 == pu[2] / 2 && pu[1] / 2 == pu[3] / 2,
+		   "path of 4%s: outer edges paired on cores (%d %d %d %d)",
+		   f ? " (lean)" : "", pu[0], pu[1], pu[2], pu[3]);
+	}
+	cm_matrix_free(m);
+	cm_topo_free(t);
+}
+
+/* Lean placement (CM_PLACE_LEAN): valid, clusters under their L3 (a
+ * split below a full node of pairs is skipped: the matching decides),
+ * a grid no worse than natural blocks, deterministic per seed. */
+static void test_lean_place(void)
+{
+	struct cm_topo *t = load("pack:2 numa:2 l3:4 core:8 pu:2");
+	struct cm_matrix *clus = gen("clusters:8", 256, 3);
+	struct cm_matrix *grid = gen("stencil2d", 256, 4);
+	struct cm_matrix *plain = gen("stencil2d", 256, 0);
+	unsigned lean = CM_PLACE_FM | CM_PLACE_LEAN;
+	int cap[256], pu[256], again[256], natural[256], rv;
+	double cost, nat;
+
+	cm_map_capacity(t, 256, 0, cap, NULL);
+	for (int i = 0; i < 256; i++)
+		natural[i] = i;
+	ok(cm_map_place(t, clus, cap, NULL, lean, pu) == 0 &&
+	   cm_map_validate(t, 256, pu, 0, NULL) == 0 &&
+	   edges_within(t, clus, pu, 1, cm_level_weight(CM_LEVEL_L3)),
+	   "lean: clusters of 8 valid, each under one L3");
+	rv = cm_map_place_seeded(t, grid, cap, NULL, lean, 5, pu);
+	cost = cm_cost(t, grid, pu);
+	nat = cm_cost(t, plain, natural);
+	ok(rv == 0 && cm_map_validate(t, 256, pu, 0, NULL) == 0 &&
+	   cost <= nat, "lean: 16x16 grid %g <= natural blocks %g", cost,
+	   nat);
+	ok(cm_map_place_seeded(t, grid, cap, NULL, lean, 5, again) == 0 &&
+	   memcmp(pu, again, sizeof(pu)) == 0, "lean: same seed, same result");
+	cm_matrix_free(clus);
+	cm_matrix_free(grid);
+	cm_matrix_free(plain);
+	cm_topo_free(t);
+}
+
+/* Bounded refinement: never raises the cost, keeps the mapping valid
+ * (also oversubscribed), and even with the least effort improves a
+ * random mapping; out-of-range efforts are clamped; a gain-per-work bound
+ * no window can meet stops after the first window. */
+static void test_refine_effort(void)
+{
+	struct cm_topo *t = load("pack:2 numa:2 l3:2 core:4 pu:2");
+	struct cm_matrix *m = gen("random", 64, 0);
+	struct cm_matrix *big = gen("ring", 100, 6);
+	struct cm_map_options o = { .algorithm = CM_MAP_RANDOM, .seed = 3 };
+	struct cm_refine_effort tiny = { 1, 1, 1, 0 }, odd = { 9, -4, 0, 0 };
+	struct cm_refine_effort stingy = { 3, 16, 16, 1.0 };
+	int pu[100], moves;
+	double before, after;
+
+	cm_map_baseline(t, m, &o, pu, NULL);
+	before = cm_cost(t, m, pu);
+	moves = cm_map_refine_effort(t, m, pu, 0, &tiny);
+	after = cm_cost(t, m, pu);
+	ok(moves > 0 && after < before &&
+	   cm_map_validate(t, 64, pu, 0, NULL) == 0,
+	   "effort 1/1/1: %g -> %g in %d moves, valid", before, after, moves);
+	before = after;
+	moves = cm_map_refine_effort(t, m, pu, 0, &odd);
+	after = cm_cost(t, m, pu);
+	ok(moves >= 0 && after <= before &&
+	   cm_map_validate(t, 64, pu, 0, NULL) == 0,
+	   "clamped effort: %g -> %g, valid", before, after);
+	cm_map_baseline(t, m, &o, pu, NULL);
+	before = cm_cost(t, m, pu);
+	moves = cm_map_refine_effort(t, m, pu, 0, &stingy);
+	after = cm_cost(t, m, pu);
+	ok(moves >= 0 && moves <= 64 / 8 && after <= before &&
+	   cm_map_validate(t, 64, pu, 0, NULL) == 0,
+	   "gain per work too low: stops after one window (%d moves)", moves);
+	o.oversubscribe = 1;
+	cm_map_baseline(t, big, &o, pu, NULL);
+	before = cm_cost(t, big, pu);
+	moves = cm_map_refine_effort(t, big, pu, 1, &tiny);
+	after = cm_cost(t, big, pu);
+	ok(moves > 0 && after < before &&
+	   cm_map_validate(t, 100, pu, 1, NULL) == 0,
+	   "oversubscribed: %g -> %g, still balanced", before, after);
+	cm_matrix_free(m);
+	cm_matrix_free(big);
+	cm_topo_free(t);
+}
+
 int main(void)
 {
 	test_pairs_on_siblings();
@@ -305,5 +414,8 @@ int main(void)
 	test_spread_quota();
 	test_stencil_fm();
 	test_multilevel();
+	test_pairs_exact();
+	test_lean_place();
+	test_refine_effort();
 	return done_testing();
 }

@@ -288,6 +288,140 @@ static void test_holes_oversubscribed(void)
 	cm_topo_free(t);
 }
 
+/* ---- auto above 512 threads: the lean path ------------------------- */
+
+#define BIG_TOPO "pack:4 numa:2 l3:4 core:16 pu:2"	/* 1024 PUs */
+
+/* The core (parent node of the PU's leaf) of every thread. */
+static int core_of(const struct cm_topo *t, int pu)
+{
+	return cm_topo_node(t, cm_topo_leaf_of_pu(t, pu))->parent;
+}
+
+/* Known answers at 1024 threads: shuffled clusters of 16 each under one
+ * L3; a shuffled 32x32 stencil no worse than the natural row-major
+ * placement with 2x16 blocks per L3 and within 1% of the recursive
+ * coordinate bisection of the grid (5440, tests/bench/map); auto no
+ * worse than greedy or any baseline. */
+static void test_lean_known_answers(void)
+{
+	struct cm_topo *t = load(BIG_TOPO);
+	struct cm_matrix *clus = gen("clusters:16", 1024, 0, 5);
+	struct cm_matrix *sgrid = gen("stencil2d", 1024, 0, 7);
+	struct cm_matrix *grid = gen("stencil2d", 1024, 0, 0);
+	int *pu = calloc(1024, sizeof(int)), *other = calloc(1024, sizeof(int));
+	double cost;
+	int no_worse = 1;
+
+	ok(map(t, clus, CM_MAP_AUTO, 0, 1, pu) == 0 &&
+	   cm_map_validate(t, 1024, pu, 0, NULL) == 0 &&
+	   edges_within(t, clus, pu, 1, cm_level_weight(CM_LEVEL_L3)),
+	   "lean auto: 64 shuffled clusters of 16, each under one L3");
+	for (int i = 0; i < 1024; i++)
+		other[i] = i;
+	ok(map(t, sgrid, CM_MAP_AUTO, 0, 1, pu) == 0 &&
+	   cm_map_validate(t, 1024, pu, 0, NULL) == 0,
+	   "lean auto: shuffled 32x32 stencil mapped, valid");
+	cost = cm_cost(t, sgrid, pu);
+	ok(cost <= cm_cost(t, grid, other) && cost <= 1.01 * 5440,
+	   "lean auto: stencil cost %g <= natural %g and <= 1.01 x 5440",
+	   cost, cm_cost(t, grid, other));
+	for (int a = CM_MAP_GREEDY; a < CM_MAP_ALGORITHM_COUNT; a++) {
+		if (a == CM_MAP_EXACT || a == CM_MAP_MATCHING)
+			continue;
+		if (map(t, sgrid, (enum cm_map_algorithm)a, 0, 1, other) ||
+		    cm_cost(t, sgrid, other) < cost - 1e-9) {
+			no_worse = 0;
+			diag("%s: %g < auto %g", cm_map_algorithm_name(a),
+			     cm_cost(t, sgrid, other), cost);
+		}
+	}
+	ok(no_worse, "lean auto: stencil no worse than greedy or a baseline");
+	free(pu);
+	free(other);
+	cm_matrix_free(clus);
+	cm_matrix_free(sgrid);
+	cm_matrix_free(grid);
+	cm_topo_free(t);
+}
+
+/* n < npus: 600 threads on 512 cores.  A zero matrix spreads (no core
+ * takes two threads while another is empty); 300 shuffled pairs sit on
+ * SMT siblings (they share). */
+static void test_lean_spread(void)
+{
+	struct cm_topo *t = load(BIG_TOPO);
+	struct cm_matrix *zero = cm_matrix_new(600);
+	struct cm_matrix *pairs = gen("pairs", 600, 0, 11);
+	int *pu = calloc(600, sizeof(int));
+	int *load = calloc((size_t)cm_topo_nnodes(t), sizeof(int));
+	int empty = 0, doubled = 0;
+
+	ok(map(t, zero, CM_MAP_AUTO, 0, 1, pu) == 0 &&
+	   cm_map_validate(t, 600, pu, 0, NULL) == 0,
+	   "lean auto: zero matrix, 600 threads on 1024 PUs, valid");
+	for (int i = 0; i < 600; i++)
+		load[core_of(t, pu[i])]++;
+	for (int v = 0; v < cm_topo_nnodes(t); v++) {
+		const struct cm_topo_node *node = cm_topo_node(t, v);
+
+		if (node->kind != CM_LEVEL_CORE)
+			continue;
+		empty += load[v] == 0;
+		doubled += load[v] == 2;
+	}
+	ok(empty == 0 && doubled == 88,
+	   "lean auto: zero matrix spread over all 512 cores (%d empty, %d "
+	   "doubled)", empty, doubled);
+	ok(map(t, pairs, CM_MAP_AUTO, 0, 1, pu) == 0 &&
+	   edges_within(t, pairs, pu, 1, 1),
+	   "lean auto: 300 shuffled pairs on 1024 PUs, each on siblings");
+	free(pu);
+	free(load);
+	cm_matrix_free(zero);
+	cm_matrix_free(pairs);
+	cm_topo_free(t);
+}
+
+/* Oversubscribed, holes in the cpuset, no refinement, determinism. */
+static void test_lean_rules(void)
+{
+	struct cm_topo *t = load(BIG_TOPO);
+	struct cm_topo *holes = load(BIG_TOPO);
+	struct cm_matrix *m = gen("random", 1100, 3, 0);
+	struct cm_matrix *m6 = gen("stencil3d", 600, 0, 4);
+	struct cm_map_options o = { .algorithm = CM_MAP_AUTO, .seed = 9,
+				    .no_refine = 1 };
+	struct cm_error err;
+	int *a = calloc(1100, sizeof(int)), *b = calloc(1100, sizeof(int));
+	int rv;
+
+	ok(map(t, m, CM_MAP_AUTO, 1, 1, a) == 0 &&
+	   cm_map_validate(t, 1100, a, 1, NULL) == 0,
+	   "lean auto: 1100 threads on 1024 PUs, oversubscribed, balanced");
+	ok(map(t, m, CM_MAP_AUTO, 0, 1, a) == -1,
+	   "lean auto: 1100 threads on 1024 PUs without oversubscription");
+	rv = cm_topo_restrict(holes, "0-300,333,400-700,900-1023", &err);
+	ok(rv == 0 && cm_topo_npus(holes) == 727,
+	   "restricted to %d PUs with holes", cm_topo_npus(holes));
+	ok(map(holes, m6, CM_MAP_AUTO, 0, 1, a) == 0 &&
+	   cm_map_validate(holes, 600, a, 0, NULL) == 0,
+	   "lean auto: 600 threads inside a cpuset with holes");
+	ok(cm_map(t, m6, &o, a, &err) == 0 &&
+	   cm_map_validate(t, 600, a, 0, NULL) == 0,
+	   "lean auto: no_refine gives a valid mapping");
+	ok(map(t, m, CM_MAP_AUTO, 1, 42, a) == 0 &&
+	   map(t, m, CM_MAP_AUTO, 1, 42, b) == 0 &&
+	   memcmp(a, b, sizeof(int) * 1100) == 0,
+	   "lean auto: same seed, same mapping");
+	free(a);
+	free(b);
+	cm_matrix_free(m);
+	cm_matrix_free(m6);
+	cm_topo_free(t);
+	cm_topo_free(holes);
+}
+
 int main(void)
 {
 	test_errors();
@@ -298,5 +432,8 @@ int main(void)
 	test_properties();
 	test_deterministic();
 	test_holes_oversubscribed();
+	test_lean_known_answers();
+	test_lean_spread();
+	test_lean_rules();
 	return done_testing();
 }
