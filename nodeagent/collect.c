@@ -11,9 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collect.h"
+#include "fault_sample.h"
+#include "numa_balancing.h"
+#include "sample_rate.h"
 
 /* Code bytes read after IP: the longest x86 instruction. */
 #define CODE_AFTER 16u
@@ -54,7 +58,10 @@ struct cm_collector {
 	struct cm_collect_opts o;
 	enum cm_collect_backend backend;	/* SAMPLE or HW */
 	struct cm_perf_config pcfg;
-	struct cm_perf_sampler *s;
+	struct cm_perf_sampler *s;	/* NULL with backend FAULT */
+	struct cm_fault_sampler *fs;	/* NULL without faults */
+	bool numa_held;
+	int filter_nthreads, filter_nalive;	/* tids in the filter */
 	struct cm_decoder *dec;
 	struct cm_detect_table *table;
 	struct cm_tracker *tr;
@@ -67,11 +74,18 @@ struct cm_collector {
 	uint64_t ns_per_tick;
 	struct cm_perf_stats perf_base;	/* of freed samplers */
 	struct cm_collect_stats st;	/* pipeline counters */
+	/* adaptive period */
+	struct cm_rate_config rcfg;
+	struct cm_rate_state rate;
+	bool rate_started;
+	uint64_t t0_ns, rate_app_ns, rate_agent_ns, rate_samples;
+	uint64_t drain_cpu_ns;	/* this thread's CPU time in drains */
 	char problem[CM_ERROR_TEXT_MAX];
 	uint8_t code[CM_DECODE_MAX_WINDOW];
 };
 
-static const char *const backend_names[] = { "sample", "hw", "auto" };
+static const char *const backend_names[] = { "sample", "hw", "auto",
+					     "fault" };
 
 const char *cm_collect_backend_name(enum cm_collect_backend b)
 {
@@ -106,6 +120,8 @@ void cm_collect_opts_default(struct cm_collect_opts *o)
 	o->lookback = 4;
 	o->decode_flags = 0;
 	o->code_before = 64;
+	o->numa_manage = 1;
+	o->fault_ring_pages = CM_FAULT_DEFAULT_RING_PAGES;
 }
 
 static void set_problem(struct cm_collector *c, const char *fmt, ...)
@@ -167,7 +183,7 @@ static int check_opts(const struct cm_collect_opts *o, struct cm_error *err)
 		return cm_errorf(err, EINVAL, "collect: code_before %u out of "
 				 "%u..%u", o->code_before, CODE_BEFORE_MIN,
 				 CODE_BEFORE_MAX);
-	if ((unsigned)o->backend > CM_COLLECT_AUTO)
+	if ((unsigned)o->backend > CM_COLLECT_FAULT)
 		return cm_errorf(err, EINVAL, "collect: unknown backend %d",
 				 (int)o->backend);
 	return 0;
@@ -186,6 +202,10 @@ static int choose_backend(struct cm_collector *c, struct cm_error *err)
 	c->backend = CM_COLLECT_SAMPLE;
 	if (c->o.backend == CM_COLLECT_SAMPLE)
 		return 0;
+	if (c->o.backend == CM_COLLECT_FAULT) {
+		c->backend = CM_COLLECT_FAULT;
+		return 0;
+	}
 	if (cm_perf_hw_probe(c->o.sysfs_root, &p->hw) == 1) {
 		p->backend = CM_PERF_BACKEND_HW;
 		c->backend = CM_COLLECT_HW;
@@ -195,6 +215,91 @@ static int choose_backend(struct cm_collector *c, struct cm_error *err)
 		return 0;
 	return cm_errorf(err, ENOENT, "collect: hw backend unusable: %s",
 			 p->hw.reason);
+}
+
+static int read_sysctl(const char *path, int *v)
+{
+	FILE *f = fopen(path ? path : "/proc/sys/kernel/numa_balancing",
+			"re");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fscanf(f, "%d", v) == 1;
+	fclose(f);
+	return ok ? 0 : -1;
+}
+
+/* Hinting faults need kernel.numa_balancing=1: take it (numa_manage) or
+ * say that only first-touch faults will come. */
+static void numa_take(struct cm_collector *c)
+{
+	struct cm_numa_balancing_paths p = { c->o.numa_sysctl,
+					     c->o.numa_state };
+	struct cm_error e;
+	int v = -1;
+
+	if (c->o.numa_manage) {
+		if (cm_numa_balancing_acquire(&p, getpid(), &e) == 0) {
+			c->numa_held = true;
+			return;
+		}
+		set_problem(c, "fault backend: %s", e.text);
+	}
+	if (read_sysctl(c->o.numa_sysctl, &v) == 0 && v == 1)
+		return;
+	if (!c->o.numa_manage)
+		set_problem(c, "fault backend: kernel.numa_balancing is %d "
+			    "and numa_balancing=leave: no hinting faults, "
+			    "first-touch faults only", v);
+}
+
+/* Open the fault sampler: required with backend FAULT, optional with
+ * add_fault (a failure is then a problem line). */
+static int fault_start(struct cm_collector *c, struct cm_error *err)
+{
+	struct cm_fault_config fc;
+	struct cm_error e;
+
+	if (c->backend != CM_COLLECT_FAULT && !c->o.add_fault)
+		return 0;
+	cm_fault_config_default(&fc);
+	fc.tracefs = c->o.tracefs;
+	if (c->o.fault_ring_pages)
+		fc.ring_pages = c->o.fault_ring_pages;
+	c->fs = cm_fault_sampler_new(&fc, &e);
+	if (!c->fs && c->backend == CM_COLLECT_FAULT)
+		return cm_errorf(err, errno, "%s", e.text);
+	if (!c->fs) {
+		set_problem(c, "+fault ignored: %s", e.text);
+		return 0;
+	}
+	numa_take(c);
+	return 0;
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Record a period in use from now (the latest CM_COLLECT_PERIODS_MAX). */
+static void periods_push(struct cm_collector *c, uint64_t period)
+{
+	struct cm_collect_stats *st = &c->st;
+
+	if (st->nperiods == CM_COLLECT_PERIODS_MAX) {
+		memmove(st->periods, st->periods + 1,
+			(CM_COLLECT_PERIODS_MAX - 1) * sizeof(st->periods[0]));
+		st->nperiods--;
+	}
+	st->periods[st->nperiods].t =
+		(double)(clock_ns(CLOCK_MONOTONIC) - c->t0_ns) / 1e9;
+	st->periods[st->nperiods].period = period;
+	st->nperiods++;
 }
 
 struct cm_collector *cm_collect_new(const struct cm_collect_opts *o,
@@ -221,10 +326,12 @@ struct cm_collector *cm_collect_new(const struct cm_collect_opts *o,
 	c->ns_per_tick = hz > 0 ? 1000000000ull / (uint64_t)hz : 10000000ull;
 	if (choose_backend(c, err))
 		goto fail;
-	c->s = cm_perf_sampler_new(&c->pcfg, err);
-	if (!c->s)
-		goto fail;
-	c->st.samplers = 1;
+	if (c->backend != CM_COLLECT_FAULT) {
+		c->s = cm_perf_sampler_new(&c->pcfg, err);
+		if (!c->s)
+			goto fail;
+		c->st.samplers = 1;
+	}
 	if (c->backend == CM_COLLECT_SAMPLE) {
 		c->dec = cm_decoder_new(o->lookback, o->decode_flags, err);
 		if (!c->dec)
@@ -233,10 +340,15 @@ struct cm_collector *cm_collect_new(const struct cm_collect_opts *o,
 	cm_detect_config_default(&dc);
 	dc.block_size = 1u << o->block_shift;
 	dc.slots = o->table_slots;
-	dc.window_ns = o->window_ns;
+	dc.window_ns = c->backend == CM_COLLECT_FAULT ? o->fault_window_ns
+		       : o->window_ns;
 	c->table = cm_detect_table_new(&dc, err);
-	if (!c->table)
+	if (!c->table || fault_start(c, err))
 		goto fail;
+	c->t0_ns = clock_ns(CLOCK_MONOTONIC);
+	c->st.overhead = -1;
+	periods_push(c, c->backend == CM_COLLECT_HW ? c->pcfg.hw_period :
+		     c->backend == CM_COLLECT_FAULT ? 0 : c->pcfg.period_ns);
 	return c;
 fail:
 	cm_collect_free(c);
@@ -262,6 +374,13 @@ void cm_collect_free(struct cm_collector *c)
 	free(c->procs);
 	free(c->threads);
 	cm_perf_sampler_free(c->s);
+	cm_fault_sampler_free(c->fs);
+	if (c->numa_held) {
+		struct cm_numa_balancing_paths p = { c->o.numa_sysctl,
+						     c->o.numa_state };
+
+		cm_numa_balancing_release(&p, getpid(), NULL);
+	}
 	cm_decoder_free(c->dec);
 	cm_detect_table_free(c->table);
 	free(c);
@@ -408,6 +527,33 @@ static void sync_procs(struct cm_collector *c, int np, bool *whole)
 	}
 }
 
+/* The kernel filter of the fault sampler lists our live threads; rebuild
+ * it when the set changed (threads only get new indexes, so the number
+ * of indexes and of live ones tell). */
+static void fault_filter_sync(struct cm_collector *c)
+{
+	int n = cm_tracker_nthreads(c->tr), alive = 0, k = 0;
+	pid_t *tids;
+
+	for (int i = 0; i < n; i++)
+		alive += cm_tracker_thread(c->tr, i)->alive != 0;
+	if (n == c->filter_nthreads && alive == c->filter_nalive)
+		return;
+	tids = malloc((size_t)(alive ? alive : 1) * sizeof(*tids));
+	if (!tids)
+		return;	/* the old filter stays: retried next sync */
+	for (int i = 0; i < n; i++) {
+		const struct cm_tracked_thread *th = cm_tracker_thread(c->tr, i);
+
+		if (th->alive)
+			tids[k++] = th->tid;
+	}
+	cm_fault_sampler_set_tids(c->fs, tids, k);
+	free(tids);
+	c->filter_nthreads = n;
+	c->filter_nalive = alive;
+}
+
 int cm_collect_sync(struct cm_collector *c, struct cm_error *err)
 {
 	int n, np, attached = 0;
@@ -433,6 +579,8 @@ int cm_collect_sync(struct cm_collector *c, struct cm_error *err)
 				ct->state = TH_GONE;
 			continue;
 		}
+		if (!c->s)
+			continue;	/* faults only: nothing to attach */
 		if (ct->state == TH_NEW && whole[th->proc])
 			r = attach_thread(c, i, err);
 		else if (ct->state == TH_NEW)
@@ -447,6 +595,8 @@ int cm_collect_sync(struct cm_collector *c, struct cm_error *err)
 	}
 	free(whole);
 	c->first_sync_done = true;
+	if (c->fs)
+		fault_filter_sync(c);
 	return attached;
 }
 
@@ -504,6 +654,25 @@ static const struct cm_map_region *find_region(struct cm_collector *c,
 	return r;
 }
 
+/* Open /proc/PID/mem once per process image (see read_code). */
+static int open_mem(struct cm_collector *c, struct cproc *cp, pid_t pid)
+{
+	char path[256];
+
+	if (cp->mem_fd >= 0 || cp->mem_failed)
+		return cp->mem_fd;
+	snprintf(path, sizeof(path), "%s/%d/mem",
+		 c->o.proc_root ? c->o.proc_root : "/proc", (int)pid);
+	cp->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (cp->mem_fd < 0) {
+		cp->mem_failed = true;
+		set_problem(c, "cannot read code of process %d: %s: %s "
+			    "(needs ptrace access)", (int)pid, path,
+			    strerror(errno));
+	}
+	return cp->mem_fd;
+}
+
 /* Read the code window around ip from /proc/PID/mem (decoder miss). */
 static ssize_t read_code(struct cm_collector *c, int p, pid_t pid,
 			 const struct cm_map_region *r, uint64_t ip,
@@ -513,26 +682,23 @@ static ssize_t read_code(struct cm_collector *c, int p, pid_t pid,
 	uint64_t lo, hi;
 	ssize_t got;
 
-	if (cp->mem_fd < 0 && !cp->mem_failed) {
-		char path[256];
-
-		snprintf(path, sizeof(path), "%s/%d/mem",
-			 c->o.proc_root ? c->o.proc_root : "/proc", (int)pid);
-		cp->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (cp->mem_fd < 0) {
-			cp->mem_failed = true;
-			set_problem(c, "cannot read code of process %d: %s: "
-				    "%s (needs ptrace access)", (int)pid,
-				    path, strerror(errno));
-		}
-	}
-	if (cp->mem_fd < 0)
+	if (open_mem(c, cp, pid) < 0)
 		return -1;
 	lo = ip - r->start > c->o.code_before ? ip - c->o.code_before
 	     : r->start;
 	hi = r->end - ip > CODE_AFTER ? ip + CODE_AFTER : r->end;
 	c->st.code_reads++;
 	got = pread(cp->mem_fd, c->code, (size_t)(hi - lo), (off_t)lo);
+	if (got < 0 && errno == EIO) {
+		/* The descriptor belongs to the memory of the image the
+		 * process had when we opened it; after an exec (mpirun's
+		 * children, commap run's program) it reads nothing. */
+		close(cp->mem_fd);
+		cp->mem_fd = -1;
+		if (open_mem(c, cp, pid) >= 0)
+			got = pread(cp->mem_fd, c->code, (size_t)(hi - lo),
+				    (off_t)lo);
+	}
 	if (got < 0)
 		set_problem(c, "reading code of process %d at 0x%" PRIx64
 			    ": %s", (int)pid, lo, strerror(errno));
@@ -618,34 +784,68 @@ static void account_ref(struct drain_ctx *d, int i, int p, pid_t pid,
 	c->st.events += (uint64_t)ev;
 }
 
+enum { ID_FOREIGN = -1, ID_UNKNOWN = -2, ID_NOMEM = -3 };
+
+/* The tracker index of (pid, tid), after the identity check: >= 0 ours,
+ * else ID_FOREIGN, ID_UNKNOWN (our process, thread not scanned yet) or
+ * ID_NOMEM. */
+static int identify(struct cm_collector *c, uint32_t pid, uint32_t tid,
+		    int *proc)
+{
+	const struct cm_tracked_thread *th;
+	const struct cm_tracked_proc *pr;
+	int i = cm_tracker_find_thread(c->tr, (pid_t)tid);
+
+	if (i < 0)	/* is its process's main thread ours? */
+		return cm_tracker_find_thread(c->tr, (pid_t)pid) >= 0 ?
+		       ID_UNKNOWN : ID_FOREIGN;
+	th = cm_tracker_thread(c->tr, i);
+	pr = cm_tracker_proc(c->tr, th->proc);
+	if (pr->pid != (pid_t)pid)
+		return ID_FOREIGN;	/* tid reused by another process */
+	if ((i >= c->nthreads || th->proc >= c->nprocs) &&
+	    ensure(c, i + 1, th->proc + 1))
+		return ID_NOMEM;
+	*proc = th->proc;
+	return i;
+}
+
 /* The thread index of a sample, after the identity check; -1 dropped. */
 static int sample_thread(struct cm_collector *c,
 			 const struct cm_perf_sample *smp, int *proc)
 {
-	const struct cm_tracked_thread *th;
-	const struct cm_tracked_proc *pr;
-	int i = cm_tracker_find_thread(c->tr, (pid_t)smp->tid);
+	int i = identify(c, smp->pid, smp->tid, proc);
+
+	if (i == ID_UNKNOWN)
+		c->st.unknown_tid++;
+	else if (i == ID_FOREIGN)
+		c->st.foreign++;
+	return i < 0 ? -1 : i;
+}
+
+/* One page fault: foreign ones dropped first, first-touch faults only
+ * counted, hinting faults entered like a decoded sample's address. */
+static void on_fault(const struct cm_fault *f, void *arg)
+{
+	struct drain_ctx *d = arg;
+	struct cm_collector *c = d->c;
+	int p = 0, i = identify(c, f->pid, f->tid, &p);
 
 	if (i < 0) {
-		/* Its process's main thread is ours: a thread the tracker
-		 * has not scanned yet. */
-		if (cm_tracker_find_thread(c->tr, (pid_t)smp->pid) >= 0)
-			c->st.unknown_tid++;
-		else
-			c->st.foreign++;
-		return -1;
+		if (i == ID_UNKNOWN)
+			c->st.fault_unknown_tid++;
+		else if (i == ID_FOREIGN)
+			c->st.fault_foreign++;
+		return;
 	}
-	th = cm_tracker_thread(c->tr, i);
-	pr = cm_tracker_proc(c->tr, th->proc);
-	if (pr->pid != (pid_t)smp->pid) {
-		c->st.foreign++;	/* tid reused by another process */
-		return -1;
+	c->st.fault_ours++;
+	if (!f->hinting) {
+		c->st.fault_first_touch++;
+		return;
 	}
-	if ((i >= c->nthreads || th->proc >= c->nprocs) &&
-	    ensure(c, i + 1, th->proc + 1))
-		return -1;
-	*proc = th->proc;
-	return i;
+	c->st.fault_hinting++;
+	if (!d->nomem)
+		account_ref(d, i, p, (pid_t)f->pid, f->addr, f->time);
 }
 
 static void on_sample(const struct cm_perf_sample *smp, void *arg)
@@ -676,12 +876,17 @@ long cm_collect_drain(struct cm_collector *c, struct cm_matrix *m,
 		      struct cm_error *err)
 {
 	struct drain_ctx d = { c, m, 0 };
+	uint64_t t;
 	long n;
 
 	if (!c || !m)
 		return cm_errorf(err, EINVAL, "collect: NULL argument");
 	c->gen++;
-	n = cm_perf_sampler_read(c->s, on_sample, &d);
+	t = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	n = c->s ? cm_perf_sampler_read(c->s, on_sample, &d) : 0;
+	if (c->fs)
+		n += cm_fault_sampler_read(c->fs, on_fault, &d);
+	c->drain_cpu_ns += clock_ns(CLOCK_THREAD_CPUTIME_ID) - t;
 	if (d.nomem)
 		return cm_errorf(err, ENOMEM, "collect: the matrix cannot "
 				 "grow (out of memory)");
@@ -732,6 +937,9 @@ int cm_collect_set_period(struct cm_collector *c, uint64_t period,
 
 	if (!c || !period)
 		return cm_errorf(err, EINVAL, "collect: bad period");
+	if (!c->s)
+		return cm_errorf(err, EINVAL, "collect: the fault backend has "
+				 "no sampling period");
 	cfg = c->pcfg;
 	if (c->backend == CM_COLLECT_HW)
 		cfg.hw_period = period;
@@ -766,10 +974,75 @@ int cm_collect_set_period(struct cm_collector *c, uint64_t period,
 	return 0;
 }
 
+static uint64_t samples_so_far(const struct cm_collector *c)
+{
+	struct cm_perf_stats ps;
+
+	cm_perf_sampler_stats(c->s, &ps);
+	return ps.samples + c->perf_base.samples;
+}
+
+int cm_collect_adapt_period(struct cm_collector *c, const double *cpu_s,
+			    int n, struct cm_matrix *m, struct cm_error *err)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	uint64_t agent = c ? c->drain_cpu_ns : 0;
+	uint64_t samples, app = 0, next;
+	double app_s = 0;
+	int changed = 0;
+
+	if (!c || !c->s || c->backend != CM_COLLECT_SAMPLE ||
+	    !(c->o.overhead_target > 0))
+		return 0;
+	for (int i = 0; cpu_s && i < n; i++)
+		if (cpu_s[i] > 0)
+			app_s += cpu_s[i];
+	app = (uint64_t)(app_s * 1e9);
+	samples = samples_so_far(c);
+	if (!c->rate_started) {
+		cm_rate_config_default(&c->rcfg);
+		c->rcfg.target = c->o.overhead_target;
+		cm_rate_init(&c->rate, &c->rcfg, c->pcfg.period_ns, now);
+		c->rate_started = true;
+	} else {
+		/* Counters only grow; a thread that vanished from cpu_s
+		 * could make app shrink: count nothing then. */
+		next = cm_rate_update(&c->rate, &c->rcfg,
+				      app > c->rate_app_ns ?
+				      app - c->rate_app_ns : 0,
+				      agent - c->rate_agent_ns,
+				      samples - c->rate_samples, now);
+		c->st.overhead = c->rate.last_overhead;
+		if (next) {
+			int rv = cm_collect_set_period(c, next, m, err);
+
+			cm_rate_applied(&c->rate, c->pcfg.period_ns,
+					clock_ns(CLOCK_MONOTONIC));
+			if (rv < 0)
+				return -1;
+			c->st.period_changes++;
+			periods_push(c, next);
+			changed = 1;
+			samples = samples_so_far(c);
+			agent = c->drain_cpu_ns;
+		}
+	}
+	c->rate_app_ns = app;
+	c->rate_agent_ns = agent;
+	c->rate_samples = samples;
+	return changed;
+}
+
 int cm_collect_pollfds(const struct cm_collector *c, struct pollfd *pfd,
 		       int max)
 {
-	return c ? cm_perf_sampler_pollfds(c->s, pfd, max) : 0;
+	int n = 0;
+
+	if (c && c->s)
+		n = cm_perf_sampler_pollfds(c->s, pfd, max);
+	if (c && c->fs)
+		n += cm_fault_sampler_pollfds(c->fs, pfd + n, max - n);
+	return n;
 }
 
 uint64_t cm_collect_thread_samples(const struct cm_collector *c, int i)
@@ -799,17 +1072,31 @@ void cm_collect_stats(const struct cm_collector *c,
 	if (!c)
 		return;
 	*st = c->st;
-	cm_perf_sampler_stats(c->s, &ps);
+	memset(&ps, 0, sizeof(ps));
+	if (c->s)
+		cm_perf_sampler_stats(c->s, &ps);
 	perf_add(&ps, &c->perf_base);
 	st->backend = c->backend;
 	st->period = c->backend == CM_COLLECT_HW ? c->pcfg.hw_period
-		     : c->pcfg.period_ns;
+		     : c->backend == CM_COLLECT_FAULT ? 0 : c->pcfg.period_ns;
 	st->samples = ps.samples;
 	st->lost = ps.lost;
 	st->throttle = ps.throttle;
 	st->malformed = ps.malformed;
 	st->kernel = ps.kernel;
 	cm_detect_stats(c->table, &st->table);
-	st->tasks = cm_perf_sampler_ntasks(c->s);
-	st->events_open = cm_perf_sampler_nevents(c->s);
+	st->tasks = c->s ? cm_perf_sampler_ntasks(c->s) : 0;
+	st->events_open = c->s ? cm_perf_sampler_nevents(c->s) : 0;
+	st->fault_on = c->fs != NULL;
+	st->numa_held = c->numa_held;
+	if (c->fs) {
+		struct cm_fault_stats fs;
+
+		cm_fault_sampler_stats(c->fs, &fs);
+		st->fault_records = fs.records;
+		st->fault_lost = fs.lost;
+		st->fault_malformed = fs.malformed;
+		st->fault_filters = fs.filters;
+		st->fault_filter_fail = fs.filter_fail;
+	}
 }

@@ -42,6 +42,16 @@
  * refusal is counted (code_read_fail) and described by
  * cm_collect_last_problem().
  *
+ * Page faults (fault backend, fault_sample.h): with backend FAULT, or
+ * add_fault with any other backend, NUMA-balancing hinting faults of our
+ * threads are read from the exceptions:page_fault_user tracepoint; the
+ * kernel filter is refreshed at each sync when the set of live threads
+ * changed; each hinting fault goes through the same identity check, keys
+ * and sharer table as a decoded sample; first-touch faults are counted
+ * only.  kernel.numa_balancing is turned on while the collector lives
+ * (numa_manage, reference-counted with the other agents of the node:
+ * numa_balancing.h) and restored by cm_collect_free.
+ *
  * Not thread-safe: one collector per agent thread.  Functions return -1
  * with errno and a message in the optional struct cm_error.  Details and
  * measurements: docs/detection.md, "Pipeline".
@@ -63,9 +73,11 @@ enum cm_collect_backend {
 	CM_COLLECT_SAMPLE = 0,	/* software address sampling + decoder */
 	CM_COLLECT_HW,		/* PEBS / IBS: the PMU gives the address */
 	CM_COLLECT_AUTO,	/* hw where the probe says usable, else sample */
+	CM_COLLECT_FAULT,	/* page faults only (fault_sample.h) */
 };
 
-/* Name of a backend ("sample", "hw", "auto"); "?" if out of range. */
+/* Name of a backend ("sample", "hw", "auto", "fault"); "?" if out of
+ * range. */
 const char *cm_collect_backend_name(enum cm_collect_backend b);
 /* Parse a name; 0 or -1/EINVAL. */
 int cm_collect_backend_parse(const char *name, enum cm_collect_backend *b);
@@ -85,13 +97,37 @@ struct cm_collect_opts {
 				 * miss, 16..496, 64 (docs/decoder.md) */
 	const char *proc_root;	/* NULL: "/proc" (maps and code) */
 	const char *sysfs_root;	/* hw probe; NULL: "/sys" */
+	/* fault backend */
+	int add_fault;		/* also page faults (SAMPLE/HW/AUTO) */
+	int numa_manage;	/* 1 (default): set kernel.numa_balancing=1
+				 * while collecting, 0: leave it as it is */
+	const char *tracefs;	/* NULL: /sys/kernel/tracing (mounted if
+				 * needed) */
+	const char *numa_sysctl;	/* NULL: the /proc/sys one */
+	const char *numa_state;	/* NULL: /run/commap/numa_balancing */
+	unsigned fault_ring_pages;	/* per CPU, 16 */
+	uint64_t fault_window_ns;	/* backend FAULT: the table's window,
+					 * 0 (default) unbounded: a scan pass
+					 * gives a page one fault, passes are
+					 * seconds apart (platform notes) */
+	/* adaptive period (sample backend, sample_rate.h) */
+	double overhead_target;	/* fraction of the app's CPU time, e.g.
+				 * 0.01; 0 (default): the period is fixed */
 };
 
 /* Fill the defaults above. */
 void cm_collect_opts_default(struct cm_collect_opts *o);
 
+/* Sampling periods kept in the stats (the latest ones). */
+#define CM_COLLECT_PERIODS_MAX 8
+
+struct cm_collect_period {
+	double t;		/* seconds since cm_collect_new */
+	uint64_t period;	/* ns */
+};
+
 struct cm_collect_stats {
-	enum cm_collect_backend backend;	/* in use: SAMPLE or HW */
+	enum cm_collect_backend backend;	/* SAMPLE, HW or FAULT */
 	uint64_t period;	/* current period (ns, or events for hw) */
 	/* perf, summed over every sampler this collector had */
 	uint64_t samples;	/* sample records read */
@@ -125,6 +161,24 @@ struct cm_collect_stats {
 	uint64_t gone;		/* threads gone before they were attached */
 	uint64_t samplers;	/* samplers created (1 + period changes) */
 	int tasks, events_open;	/* of the current sampler */
+	/* page faults (fault backend or add_fault) */
+	int fault_on;		/* the fault sampler is open */
+	int numa_held;		/* kernel.numa_balancing acquired */
+	uint64_t fault_records;	/* = fault_foreign + fault_unknown_tid
+				 * + fault_ours */
+	uint64_t fault_lost, fault_malformed;
+	uint64_t fault_foreign, fault_unknown_tid;
+	uint64_t fault_ours;	/* = fault_hinting + fault_first_touch */
+	uint64_t fault_hinting;	/* present bit set: entered in the table */
+	uint64_t fault_first_touch;	/* page not present: counted only */
+	uint64_t fault_filters;	/* kernel tid filters installed */
+	uint64_t fault_filter_fail;	/* ... refused: no filter */
+	/* adaptive period: the initial one then each change, oldest first
+	 * (only the last CM_COLLECT_PERIODS_MAX) */
+	uint64_t period_changes;
+	double overhead;	/* estimate at the last decision, -1 none */
+	int nperiods;
+	struct cm_collect_period periods[CM_COLLECT_PERIODS_MAX];
 };
 
 struct cm_collector;
@@ -132,8 +186,12 @@ struct cm_collector;
 /* New collector for the threads of tracker t (t must outlive it).
  * Creates the decoder, the sharer table and a sampler with nothing
  * attached yet.  backend HW without a usable PMU fails with ENOENT and the
- * probe's reason; AUTO falls back to SAMPLE.  NULL with errno/err (EINVAL
- * bad option, ENOMEM, ENOENT). */
+ * probe's reason; AUTO falls back to SAMPLE.  backend FAULT fails when the
+ * fault sampler cannot open (ENOENT no tracepoint/tracefs, EACCES/EPERM);
+ * with add_fault that failure is only a problem (cm_collect_last_problem)
+ * and the other backend runs alone.  A kernel.numa_balancing that cannot
+ * be turned on is a problem too (only first-touch faults then).  NULL
+ * with errno/err (EINVAL bad option, ENOMEM, ENOENT). */
 struct cm_collector *cm_collect_new(const struct cm_collect_opts *o,
 				    struct cm_tracker *t,
 				    struct cm_error *err);
@@ -165,9 +223,24 @@ long cm_collect_drain(struct cm_collector *c, struct cm_matrix *m,
  * closes the old one.  Cost: one perf_event_open + ioctl per (thread,
  * CPU) and one ring mmap per CPU, ~0.1 ms per thread on 2 CPUs (measured
  * in docs/detection.md); call it rarely (the agent's adaptive loop, not
- * per interval).  On failure the old sampler stays in use. */
+ * per interval).  On failure the old sampler stays in use.  -1/EINVAL
+ * with backend FAULT (faults have no period). */
 int cm_collect_set_period(struct cm_collector *c, uint64_t period,
 			  struct cm_matrix *m, struct cm_error *err);
+
+/* The adaptive period (opts.overhead_target > 0, sample backend only;
+ * else a no-op returning 0): call once per interval with the
+ * application's CPU time so far, cpu_s[0..n) seconds per tracker thread
+ * (< 0 unknown: skipped).  Takes the samples read and the CPU time the
+ * agent spent in cm_collect_drain since the last call (the per-sample
+ * costs the period controls; the agent's fixed costs, scans and mapping,
+ * are not the period's business), feeds the policy of sample_rate.h
+ * (target, bounds 250 µs - 10 ms, a decision at most every 5 s, a change
+ * only for a factor >= 2) and applies a change with
+ * cm_collect_set_period(c, new, m, err).  1 changed, 0 not, -1 when the
+ * change failed (the old period stays). */
+int cm_collect_adapt_period(struct cm_collector *c, const double *cpu_s,
+			    int n, struct cm_matrix *m, struct cm_error *err);
 
 /* Poll descriptors of the rings (POLLIN when a ring is a quarter full);
  * returns how many were written.  They change after set_period. */
