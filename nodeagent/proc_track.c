@@ -11,6 +11,10 @@
 
 #include "proc_track.h"
 
+/* Scans (every 20-50 ms in the agent) during which a child that took its
+ * parent's rank looks for its own: about a second and a half. */
+#define RANK_REREADS 64
+
 struct cm_tracker {
 	char root[256];		/* proc root; paths built from it fit PATH_MAX */
 	uid_t uid;
@@ -239,6 +243,7 @@ static int add_proc(struct cm_tracker *t, pid_t pid, uint64_t start,
 	p->parent = parent;
 	p->nthreads_seen = 0;
 	p->alive = 1;
+	p->rank_rereads = 0;
 	return t->nprocs++;
 }
 
@@ -331,8 +336,9 @@ static void scan_children(struct cm_tracker *t, int proc, pid_t tid)
 			continue;
 		rank = read_env_rank(t->root, child);
 		/* add_proc may move t->procs: no pointers kept across it. */
-		add_proc(t, child, start, rank >= 0 ? rank : t->procs[proc].rank,
-			 proc);
+		if (add_proc(t, child, start, rank >= 0 ? rank :
+			     t->procs[proc].rank, proc) >= 0 && rank < 0)
+			t->procs[t->nprocs - 1].rank_rereads = RANK_REREADS;
 	}
 	fclose(f);
 }
@@ -406,6 +412,19 @@ static void mark_exited(struct cm_tracker *t)
 	}
 }
 
+/* A child seen before its exec may get its MPI rank later. */
+static void reread_rank(struct cm_tracker *t, int p)
+{
+	int rank = read_env_rank(t->root, t->procs[p].pid);
+
+	if (rank >= 0) {
+		t->procs[p].rank = rank;
+		t->procs[p].rank_rereads = 0;
+	} else {
+		t->procs[p].rank_rereads--;
+	}
+}
+
 int cm_tracker_scan(struct cm_tracker *t)
 {
 	int added = 0;
@@ -416,6 +435,8 @@ int cm_tracker_scan(struct cm_tracker *t)
 	for (int p = 0; p < t->nprocs; p++) {
 		if (!t->procs[p].alive)
 			continue;
+		if (t->procs[p].rank_rereads > 0)
+			reread_rank(t, p);
 		added += scan_proc_threads(t, p);
 		for (int i = 0; i < t->nthreads; i++)
 			if (t->threads[i].alive && t->threads[i].proc == p)

@@ -28,6 +28,11 @@ struct cm_tracked_proc {
 	int parent;		/* index of the parent process, -1 for roots */
 	int nthreads_seen;	/* next creation index */
 	int alive;
+	/* Scans left in which to look for a rank in the environment again:
+	 * a child found between fork and exec still has its launcher's
+	 * environment (mpirun's, without a rank) and takes its parent's
+	 * rank until its own shows up.  0 once the rank is known. */
+	int rank_rereads;
 };
 
 struct cm_tracked_thread {
@@ -54,7 +59,8 @@ int cm_tracker_add_root(struct cm_tracker *t, pid_t pid, int rank,
 
 /* Rescan: new threads of live processes, new descendant processes (their
  * rank from their environment when an MPI launcher set one, else the
- * parent's), and what has exited.  Returns the number of new threads, -1
+ * parent's, until the environment gives one: see rank_rereads), and what
+ * has exited.  Returns the number of new threads, -1
  * on error. */
 int cm_tracker_scan(struct cm_tracker *t);
 

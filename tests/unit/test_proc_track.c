@@ -114,6 +114,55 @@ static void test_real_processes(void)
 	close(ready[0]);
 }
 
+/* A child found between fork and exec has its launcher's environment (no
+ * rank) and takes its parent's rank; once it has exec'd with PMIX_RANK,
+ * a later scan gives it its own (mpirun forks ranks this way). */
+static void test_rank_after_exec(void)
+{
+	int go[2], ctl[2];
+	pid_t child;
+	struct cm_tracker *t;
+	char c = 'g';
+
+	if (pipe(go) < 0 || pipe(ctl) < 0)
+		return;
+	child = fork();
+	if (child == 0) {
+		char fdarg[16];
+
+		close(go[1]);
+		close(ctl[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
+		snprintf(fdarg, sizeof(fdarg), "%d", ctl[0]);
+		setenv("PMIX_RANK", "7", 1);
+		execl("/bin/sh", "sh", "-c", "read x <&$0", fdarg, NULL);
+		_exit(127);
+	}
+	close(go[0]);
+	close(ctl[0]);
+	/* The test process is the "launcher" root, rank 3. */
+	t = cm_tracker_new(NULL, getuid());
+	cm_tracker_add_root(t, getpid(), 3, NULL);
+	cm_tracker_scan(t);
+	ok(cm_tracker_nprocs(t) == 2 && cm_tracker_proc(t, 1)->rank == 3,
+	   "before exec the child takes its parent's rank (%d)",
+	   cm_tracker_nprocs(t) == 2 ? cm_tracker_proc(t, 1)->rank : -1);
+	if (write(go[1], &c, 1) != 1)
+		diag("could not release the child");
+	for (int i = 0; i < 100 && cm_tracker_proc(t, 1) &&
+	     cm_tracker_proc(t, 1)->rank != 7; i++) {
+		usleep(20000);
+		cm_tracker_scan(t);
+	}
+	ok(cm_tracker_proc(t, 1) && cm_tracker_proc(t, 1)->rank == 7,
+	   "after exec a rescan reads its own PMIX_RANK");
+	close(ctl[1]);
+	close(go[1]);
+	waitpid(child, NULL, 0);
+	cm_tracker_free(t);
+}
+
 static void test_refusals(void)
 {
 	struct cm_tracker *t = cm_tracker_new(NULL, 65534);
@@ -192,6 +241,7 @@ static void test_pid_reuse(void)
 int main(void)
 {
 	test_real_processes();
+	test_rank_after_exec();
 	test_refusals();
 	test_pid_reuse();
 	return done_testing();
