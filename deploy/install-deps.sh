@@ -14,6 +14,8 @@ packages=(
 	libscotch-dev
 	# central service and uploads
 	libmicrohttpd-dev libsqlite3-dev sqlite3 libcurl4-openssl-dev curl
+	# learned mappings: SHA-256 of executables (libcrypto)
+	libssl-dev
 	# Slurm integration: SPANK headers, a local cluster for the e2e tests
 	libslurm-dev slurm-wlm slurmctld slurmd slurm-client munge libmunge-dev
 	# MPI jobs and workloads: Open MPI launched by srun --mpi=pmix

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,10 +38,12 @@
 
 #include "agent.h"
 #include "agent_result.h"
+#include "app_identity.h"
 #include "collect.h"
 #include "commap/cost.h"
 #include "commap/mapping.h"
 #include "commap/topology.h"
+#include "model_fetch.h"
 #include "pin.h"
 #include "proc_track.h"
 #include "remap_policy.h"
@@ -48,6 +51,13 @@
 
 #define MAX_POLLFDS 256
 #define IDENTITY_REFRESH_NS 1000000000ull	/* follow exec for 1 s */
+/* Learned mappings (docs/agent.md "Learned mappings"). */
+#define FAST_SCAN_MS 5		/* while expected threads are missing */
+#define FAST_SCAN_QUIET_NS 3000000000ull	/* ... and appearing */
+#define TASK_LINES_QUIET_NS 30000000ull	/* all tasks of the step seen */
+#define LEARNED_DISAGREE_GAIN 0.20	/* detection "clearly disagrees" */
+#define LEARNED_DISAGREE_INTERVALS 2
+#define CRED_FRESH_NS 60000000000ull	/* a credential made at start */
 
 struct agent {
 	const struct cm_agent_opts *o;
@@ -69,7 +79,9 @@ struct agent {
 	int interval_ms;
 	uint64_t t0_ns, next_scan_ns, next_interval_ns;
 	int stdin_open;
-	char line[256];
+	/* A line longer than this is refused whole by the parser: it is
+	 * kept one byte longer than the longest valid line. */
+	char line[CM_AGENT_CPULIST_MAX + 64];
 	size_t linelen;
 	int roots_added;
 	struct agent_static st;
@@ -79,6 +91,20 @@ struct agent {
 	struct cm_agent_result res;
 	double mapping_ms;
 	char problem_logged[CM_ERROR_TEXT_MAX];
+	/* learned mappings */
+	int app_settled;		/* exe hash and argv shape known */
+	struct cm_exe_hash_cache hash_cache;
+	int model_wanted;		/* fetch a model at step start */
+	int model_active;		/* pin new threads from the model */
+	struct cm_model model;
+	int *model_os;			/* per identity: OS PU, -1 */
+	int model_applied;		/* tracker threads handled */
+	int model_pending;		/* targets not pinned yet */
+	double model_cost;		/* cm_cost of the learned mapping */
+	char *cred;			/* munge credential made at start */
+	uint64_t cred_ns;
+	int disagree;			/* intervals detection disagreed */
+	uint64_t last_new_thread_ns, last_task_line_ns;
 };
 
 /* ---- time --------------------------------------------------------- */
@@ -164,7 +190,11 @@ static int reload_topology(struct agent *a, struct cm_error *err)
 /* A new root: its affinity mask (final by now: Slurm binds tasks before
  * task_post_fork) joins the allowed union.  The union only grows while
  * roots arrive; PUs outside it are never used. */
-static void add_allowed(struct agent *a, pid_t pid)
+/* Grow the allowed set by a task's CPUs: the list the plugin read when
+ * Slurm's binding was final, or else the task's affinity now (commap run,
+ * or an older plugin).  Reading it later is wrong for MPI ranks: during
+ * MPI_Init a rank's main thread is briefly bound elsewhere. */
+static void add_allowed(struct agent *a, pid_t pid, const char *cpus)
 {
 	hwloc_bitmap_t mask;
 	struct cm_error err;
@@ -172,8 +202,19 @@ static void add_allowed(struct agent *a, pid_t pid)
 
 	if (a->dry_run)
 		return;
-	if (cm_pin_allowed_union(&pid, 1, &mask, &err) < 0)
+	if (cpus && *cpus) {
+		mask = hwloc_bitmap_alloc();
+		if (!mask || hwloc_bitmap_list_sscanf(mask, cpus) < 0 ||
+		    hwloc_bitmap_iszero(mask)) {
+			agent_warn("task %d: bad CPU list '%s'; using its "
+				   "affinity", (int)pid, cpus);
+			hwloc_bitmap_free(mask);
+			add_allowed(a, pid, NULL);
+			return;
+		}
+	} else if (cm_pin_allowed_union(&pid, 1, &mask, &err) < 0) {
 		return;
+	}
 	if (!a->allowed) {
 		a->allowed = mask;
 		grew = 1;
@@ -191,7 +232,7 @@ static void add_allowed(struct agent *a, pid_t pid)
 
 /* ---- roots ---------------------------------------------------------- */
 
-static void add_root(struct agent *a, pid_t pid, int rank)
+static void add_root(struct agent *a, pid_t pid, int rank, const char *cpus)
 {
 	struct cm_error err;
 
@@ -201,7 +242,7 @@ static void add_root(struct agent *a, pid_t pid, int rank)
 		return;
 	}
 	a->roots_added++;
-	add_allowed(a, pid);
+	add_allowed(a, pid, cpus);
 	if (rank >= 0)
 		agent_info("following process %d (rank %d)", (int)pid, rank);
 	else
@@ -223,19 +264,24 @@ static void read_stdin(struct agent *a)
 	}
 	for (ssize_t i = 0; i < n; i++) {
 		struct cm_error err;
+		char cpus[CM_AGENT_CPULIST_MAX];
 		pid_t pid;
 		int rank;
 
 		if (buf[i] != '\n') {
+			/* Too long a line stays too long (and is refused),
+			 * never truncated into another valid one. */
 			if (a->linelen < sizeof(a->line) - 1)
 				a->line[a->linelen++] = buf[i];
 			continue;
 		}
 		a->line[a->linelen] = '\0';
 		a->linelen = 0;
-		switch (cm_agent_parse_task_line(a->line, &pid, &rank, &err)) {
+		switch (cm_agent_parse_task_line(a->line, &pid, &rank, cpus,
+						 &err)) {
 		case 1:
-			add_root(a, pid, rank);
+			a->last_task_line_ns = now_ns();
+			add_root(a, pid, rank, cpus);
 			break;
 		case -1:
 			agent_warn("%s", err.text);
@@ -246,7 +292,9 @@ static void read_stdin(struct agent *a)
 
 /* ---- identity ------------------------------------------------------- */
 
-static void read_cmdline(struct agent *a, pid_t pid)
+/* 0, or -1 when the command line cannot be read (yet: in the middle of
+ * an exec it is empty). */
+static int read_cmdline(struct agent *a, pid_t pid)
 {
 	char path[64], buf[8192], *args[256];
 	int fd, argc = 0;
@@ -255,16 +303,16 @@ static void read_cmdline(struct agent *a, pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return;
+		return -1;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return;
+		return -1;
 	buf[n] = '\0';
 	for (ssize_t i = 0; i < n && argc < 256; i += (ssize_t)strlen(buf + i)
 	     + 1)
 		args[argc++] = buf + i;
-	cm_agent_result_set_argv(&a->res, argc, args);
+	return cm_agent_result_set_argv(&a->res, argc, args);
 }
 
 /* The first root's executable and arguments; called again while it may
@@ -284,8 +332,73 @@ static void refresh_identity(struct agent *a)
 	exe[n] = '\0';
 	if (strcmp(exe, a->res.executable) == 0)
 		return;
-	memcpy(a->res.executable, exe, (size_t)n + 1);
-	read_cmdline(a, p->pid);
+	/* The executable is taken only with its command line, so that the
+	 * two always belong together (exe changes before argv in exec). */
+	if (read_cmdline(a, p->pid) == 0)
+		memcpy(a->res.executable, exe, (size_t)n + 1);
+}
+
+/* ---- application identity (learned mappings) ------------------------ */
+
+/* Is pid still running its parent's executable (forked, not exec'ed yet:
+ * `commap run` holds its child before exec, slurmstepd its tasks)?  The
+ * same file is the same (dev, inode) behind /proc/PID/exe. */
+static int runs_parent_exe(pid_t pid)
+{
+	char path[64], ppath[64];
+	struct stat st, pst;
+	uint64_t start;
+	pid_t ppid;
+
+	if (cm_proc_read_stat("/proc", pid, pid, &start, &ppid) < 0 ||
+	    ppid <= 1)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	snprintf(ppath, sizeof(ppath), "/proc/%d/exe", (int)ppid);
+	if (stat(path, &st) < 0 || stat(ppath, &pst) < 0)
+		return 0;
+	return st.st_dev == pst.st_dev && st.st_ino == pst.st_ino;
+}
+
+/* The first root has exec'ed its program (or 1 s has passed), and under
+ * SPANK no task line came for a moment (all ranks of the node known). */
+static int app_identity_ready(struct agent *a)
+{
+	const struct cm_tracked_proc *p = cm_tracker_proc(a->tr, 0);
+	uint64_t now = now_ns();
+
+	if (!p || !p->alive)
+		return 0;
+	if (a->o->tasks_from_stdin && a->stdin_open &&
+	    now - a->last_task_line_ns < TASK_LINES_QUIET_NS)
+		return 0;
+	return now - a->t0_ns >= IDENTITY_REFRESH_NS ||
+	       !runs_parent_exe(p->pid);
+}
+
+/* exe_hash and argv_shape of the first root (app_identity.h), once. */
+static void settle_app_identity(struct agent *a)
+{
+	const struct cm_tracked_proc *p = cm_tracker_proc(a->tr, 0);
+	char path[64];
+	struct cm_error err;
+	int argc = 0;
+
+	refresh_identity(a);
+	if (read_cmdline(a, p->pid) < 0)
+		return;		/* mid-exec: at the next scan */
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)p->pid);
+	if (cm_app_exe_hash(path, a->res.executable[0] ? a->res.executable :
+			    NULL, &a->hash_cache, a->res.exe_hash, &err) < 0)
+		agent_info("no executable hash: %s", err.text);
+	while (a->res.argv && a->res.argv[argc])
+		argc++;
+	cm_app_argv_shape(argc, a->res.argv, a->res.executable,
+			  a->res.argv_shape, sizeof(a->res.argv_shape));
+	a->app_settled = 1;
+	agent_info("application %s, %s (t=%.3f s)", a->res.exe_hash[0] ?
+		   a->res.exe_hash : "(no hash)", a->res.argv_shape,
+		   elapsed_s(a));
 }
 
 static void read_thread_cpu(struct agent *a)
@@ -324,6 +437,23 @@ static void read_thread_cpu(struct agent *a)
 
 /* ---- pinning -------------------------------------------------------- */
 
+/* Creation-to-first-pin latency of a thread: its start time (clock ticks
+ * since boot, /proc/TID/stat, so a 10 ms resolution at 100 Hz) against
+ * CLOCK_BOOTTIME now. */
+static void record_pin_latency(struct agent *a,
+			       const struct cm_tracked_thread *th)
+{
+	long tck = sysconf(_SC_CLK_TCK);
+	struct timespec ts;
+	double now_ms, born_ms;
+
+	if (tck <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
+		return;
+	now_ms = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+	born_ms = (double)th->start * 1e3 / (double)tck;
+	cm_agent_result_add_pin_latency(&a->res, now_ms - born_ms);
+}
+
 /* Move tracker thread i to OS PU os, recording the migration.  The thread
  * is verified first (a reused tid is never touched). */
 static void move_thread(struct agent *a, int i, int os)
@@ -347,6 +477,8 @@ static void move_thread(struct agent *a, int i, int os)
 			return;
 		}
 	}
+	if (a->cur_os[i] < 0)
+		record_pin_latency(a, th);
 	cm_agent_result_add_migration(&a->res, elapsed_s(a), i, a->cur_os[i],
 				      os);
 	agent_debug("thread %d (tid %d) -> PU %d", i, (int)th->tid, os);
@@ -548,6 +680,307 @@ static int partners_update(struct agent *a)
 	return changed;
 }
 
+/* ---- learned mappings (docs/agent.md "Learned mappings") ------------- */
+
+/* The model is not (or no longer) used: one line, and the result says
+ * why.  Learned runs on as dynamic; threads already pinned stay. */
+static void model_drop(struct agent *a, const char *why)
+{
+	char line[CM_ERROR_TEXT_MAX + 64];
+
+	snprintf(line, sizeof(line), "%s: %s", a->model.n ? "learned model "
+		 "abandoned" : "no learned model", why);
+	agent_warn("%s; running dynamic", line);
+	cm_agent_result_warn(&a->res, line);
+	a->res.model.state = CM_RESULT_MODEL_UNUSED;
+	snprintf(a->res.model.reason, sizeof(a->res.model.reason), "%s", why);
+	a->model_active = 0;
+	a->model_pending = 0;
+	if (a->mode == CM_AGENT_MODE_LEARNED) {
+		a->mode = CM_AGENT_MODE_DYNAMIC;
+		a->res.mode = "dynamic";
+	}
+}
+
+static int distinct_ranks(const struct agent *a)
+{
+	int n = 0;
+
+	for (int i = 0; i < cm_tracker_nprocs(a->tr); i++) {
+		int r = cm_tracker_proc(a->tr, i)->rank, seen = 0;
+
+		for (int j = 0; j < i && !seen; j++)
+			seen = cm_tracker_proc(a->tr, j)->rank == r;
+		n += !seen;
+	}
+	return n;
+}
+
+static long long step_uid(const struct agent *a)
+{
+	const struct cm_tracked_proc *p = cm_tracker_proc(a->tr, 0);
+	uid_t uid = a->o->uid;
+
+	if (uid == (uid_t)-1 && (!p || cm_proc_read_uid("/proc", p->pid,
+							&uid) < 0))
+		return -1;
+	return (long long)uid;
+}
+
+/* The model's communicating identities mapped onto this step's PUs (the
+ * allocation may differ from the model's run): model_os[k] is identity
+ * k's OS PU, -1 for identities without communication (left to the
+ * scheduler, as in dynamic mode).  When the topology is the one of the
+ * model's last run, equivalent placements are aligned to its last
+ * mapping, so a rerun lands where the last one ended. */
+static int model_prepare(struct agent *a, struct cm_error *err)
+{
+	struct cm_map_options mo = { .algorithm = CM_MAP_AUTO, .seed = 1 };
+	const struct cm_model *m = &a->model;
+	int *idx = malloc((size_t)(m->n ? m->n : 1) * sizeof(int));
+	int *pu = malloc((size_t)(m->n ? m->n : 1) * sizeof(int));
+	int *cur = malloc((size_t)(m->n ? m->n : 1) * sizeof(int));
+	struct cm_matrix *sub = NULL;
+	int nc = 0, rc = -1;
+	char *cpus = a->topo ? cm_topo_cpulist(a->topo) : NULL;
+
+	a->model_os = malloc((size_t)(m->n ? m->n : 1) * sizeof(int));
+	if (!idx || !pu || !cur || !a->model_os) {
+		cm_errorf(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int k = 0; k < m->n; k++) {
+		a->model_os[k] = -1;
+		if (cm_matrix_row_sum(m->m, k) > 0)
+			idx[nc++] = k;
+	}
+	sub = cm_matrix_new(nc);
+	for (int x = 0; sub && x < nc; x++)
+		for (int y = x + 1; y < nc; y++)
+			cm_matrix_add(sub, x, y, cm_matrix_get(m->m, idx[x],
+							       idx[y]));
+	if (!sub) {
+		cm_errorf(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	mo.oversubscribe = nc > cm_topo_npus(a->topo);
+	if (nc && cm_map(a->topo, sub, &mo, pu, err) < 0)
+		goto out;
+	if (m->last_os && m->cpuset && cpus && !strcmp(m->cpuset, cpus)) {
+		for (int x = 0; x < nc; x++)
+			cur[x] = m->last_os[idx[x]] < 0 ? -1 :
+				 cm_topo_pu_by_os_index(a->topo,
+							m->last_os[idx[x]]);
+		cm_map_align(a->topo, nc, cur, pu);
+	}
+	for (int x = 0; x < nc; x++)
+		a->model_os[idx[x]] = cm_topo_pu_os_index(a->topo, pu[x]);
+	a->model_cost = nc ? cm_cost(a->topo, sub, pu) : 0;
+	a->model_pending = nc;
+	rc = 0;
+out:
+	free(cpus);
+	cm_matrix_free(sub);
+	free(idx);
+	free(pu);
+	free(cur);
+	return rc;
+}
+
+/* Before the program runs: libcurl initialised and a credential made,
+ * so that neither delays the fetch (each costs tens of ms on a loaded
+ * node, measured). */
+static void prepare_model_fetch(struct agent *a)
+{
+	struct cm_deliver_opts d = { .service_url = a->o->service };
+	struct cm_error err;
+
+	cm_service_prepare();
+	a->cred = cm_service_credential(&d, &err);
+	a->cred_ns = now_ns();
+	if (!a->cred)
+		agent_debug("no credential yet: %s", err.text);
+}
+
+/* A credential made at start is used once, if still fresh (munge's
+ * default lifetime is 300 s). */
+static char *take_credential(struct agent *a)
+{
+	char *c = a->cred;
+
+	a->cred = NULL;
+	if (c && now_ns() - a->cred_ns > CRED_FRESH_NS) {
+		free(c);
+		c = NULL;
+	}
+	return c;
+}
+
+/* At step start, once the application is known: ask the service. */
+static void model_fetch_now(struct agent *a)
+{
+	struct cm_deliver_opts d = { .service_url = a->o->service,
+				     .timeout_ms = CM_MODEL_FETCH_TIMEOUT_MS };
+	struct cm_model_key k = { .exe_hash = a->res.exe_hash,
+				  .ranks = distinct_ranks(a),
+				  .argv_shape = a->res.argv_shape,
+				  .uid = step_uid(a) };
+	struct cm_error err;
+	uint64_t t = now_ns();
+	char *cred;
+	int rc;
+
+	a->model_wanted = 0;
+	if (!a->res.exe_hash[0]) {
+		model_drop(a, "the executable could not be identified");
+		return;
+	}
+	if (!a->topo) {
+		model_drop(a, "no topology to map onto");
+		return;
+	}
+	cred = take_credential(a);
+	rc = cm_model_fetch(&d, &k, cred, &a->model, &err);
+	free(cred);
+	if (rc <= 0) {
+		/* 0: no model for this identity; -1: service down, slow, ... */
+		model_drop(a, err.text);
+		return;
+	}
+	if (model_prepare(a, &err) < 0) {
+		model_drop(a, err.text);
+		return;
+	}
+	a->model_active = 1;
+	a->res.model.state = CM_RESULT_MODEL_USED;
+	a->res.model.id = a->model.id;
+	a->res.model.runs = a->model.runs;
+	a->res.model.distance = -1;
+	agent_info("learned model %lld (%d runs, %d threads, %d placed) in "
+		   "%.1f ms (t=%.3f s): pinning threads as they appear",
+		   a->model.id, a->model.runs, a->model.n, a->model_pending,
+		   ms_since(t), elapsed_s(a));
+}
+
+/* Threads seen since the last call go to their learned PU.  A thread the
+ * model does not know means another shape: the model is dropped. */
+static void model_apply_new(struct agent *a)
+{
+	int n = cm_tracker_nthreads(a->tr), moved = 0;
+
+	for (; a->model_active && a->model_applied < n; a->model_applied++) {
+		int i = a->model_applied, k;
+		const struct cm_tracked_thread *th =
+			cm_tracker_thread(a->tr, i);
+		const struct cm_tracked_proc *p = cm_tracker_proc(a->tr,
+								  th->proc);
+		char why[160];
+
+		k = cm_model_find(&a->model, p->rank, th->index);
+		if (k < 0) {
+			snprintf(why, sizeof(why), "thread (rank %d, index "
+				 "%d) is not in the model (%d threads per "
+				 "rank): another shape", p->rank, th->index,
+				 a->model.threads_per_rank);
+			model_drop(a, why);
+			break;
+		}
+		if (a->model_os[k] < 0)
+			continue;
+		a->model_pending--;
+		if (!th->alive || a->cur_os[i] >= 0)
+			continue;
+		move_thread(a, i, a->model_os[k]);
+		moved++;
+	}
+	if (moved)
+		record_mapping(a, a->model_cost, "learned");
+}
+
+/* Learned mode moves threads again only when detection clearly
+ * disagrees: the run's detected matrix's own best mapping of the placed
+ * communicating threads beats the current placement by more than 20%
+ * in two consecutive intervals.  Then the run goes on as dynamic. */
+static int learned_disagrees(struct agent *a, const struct live_set *s,
+			     const struct cm_matrix *sub)
+{
+	struct cm_map_options mo = { .algorithm = CM_MAP_AUTO, .seed = 1 };
+	int *cur = malloc((size_t)(s->n ? s->n : 1) * sizeof(int));
+	int *pu = malloc((size_t)(s->n ? s->n : 1) * sizeof(int));
+	double cost_cur = -1, cost_new = -1;
+	struct cm_error err;
+	int worse = 0;
+
+	if (cur && pu && s->n >= 2 && !current_pus(a, s, cur)) {
+		mo.oversubscribe = s->n > cm_topo_npus(a->topo);
+		if (cm_map(a->topo, sub, &mo, pu, &err) == 0) {
+			cost_cur = cm_cost(a->topo, sub, cur);
+			cost_new = cm_cost(a->topo, sub, pu);
+			worse = cm_remap_worth(cost_cur, cost_new,
+					       LEARNED_DISAGREE_GAIN);
+		}
+	}
+	free(cur);
+	free(pu);
+	a->disagree = worse ? a->disagree + 1 : 0;
+	if (worse)
+		agent_debug("learned: detection's mapping costs %.4g vs %.4g "
+			    "(%d intervals)", cost_new, cost_cur, a->disagree);
+	if (a->disagree < LEARNED_DISAGREE_INTERVALS)
+		return 0;
+	agent_warn("learned: detection disagrees with the model (cost %.4g "
+		   "vs %.4g for %d intervals): remapping dynamically",
+		   cost_new, cost_cur, a->disagree);
+	a->mode = CM_AGENT_MODE_DYNAMIC;
+	a->model_active = 0;
+	return 1;
+}
+
+/* The live threads the learned mapping placed that communicate in the
+ * whole run's matrix so far (learned mode judges on everything seen, not
+ * on the aged recent matrix: a few noisy intervals must not overturn a
+ * model learned over whole runs). */
+static int placed_set_build(struct agent *a, struct live_set *s)
+{
+	int n = cm_tracker_nthreads(a->tr);
+	int nm = cm_matrix_nthreads(a->total);
+
+	s->n = 0;
+	s->idx = malloc((size_t)(n ? n : 1) * sizeof(int));
+	s->pos = malloc((size_t)(n ? n : 1) * sizeof(int));
+	if (!s->idx || !s->pos)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		s->pos[i] = -1;
+		if (!cm_tracker_thread(a->tr, i)->alive || i >= nm ||
+		    a->cur_os[i] < 0 || !(cm_matrix_row_sum(a->total, i) > 0))
+			continue;
+		s->pos[i] = s->n;
+		s->idx[s->n++] = i;
+	}
+	return 0;
+}
+
+/* Learned mode at the end of an interval: 1 when it hands over to the
+ * dynamic decision below (detection disagreed), else 0. */
+static int learned_interval(struct agent *a)
+{
+	struct live_set s = { 0 };
+	struct cm_matrix *sub = NULL;
+	int rc = 0;
+
+	if (placed_set_build(a, &s) == 0) {
+		sub = sub_matrix(a->total, &s);
+		if (sub)
+			rc = learned_disagrees(a, &s, sub);
+	}
+	cm_matrix_free(sub);
+	live_set_free(&s);
+	if (!rc)
+		cm_matrix_age(a->live, a->o->alpha);
+	return rc;
+}
+
 /* End of an interval: merge, decide, map, age. */
 static void interval_end(struct agent *a)
 {
@@ -564,7 +997,12 @@ static void interval_end(struct agent *a)
 	cm_matrix_free(a->fresh);
 	a->fresh = cm_matrix_new(0);
 	read_thread_cpu(a);
+	/* The overhead knob (sample_rate.h): rarely changes the period. */
+	cm_collect_adapt_period(a->col, a->cpu_s, a->cap, a->fresh, NULL);
 	refresh_identity(a);
+	if (a->mode == CM_AGENT_MODE_LEARNED && a->topo && a->fresh &&
+	    (a->pin_ok || a->dry_run) && !learned_interval(a))
+		return;
 	if (a->mode != CM_AGENT_MODE_DYNAMIC || !a->topo ||
 	    (!a->pin_ok && !a->dry_run) || !a->fresh)
 		return;
@@ -625,17 +1063,14 @@ static void start_collector(struct agent *a)
 
 	if (o->mode == CM_AGENT_MODE_OFF)
 		return;
-	if (o->backend == CM_AGENT_BACKEND_FAULT) {
-		detection_off(a, "the fault backend alone is not available "
-			      "in this agent yet (use sample or auto)");
-		return;
-	}
-	if (o->add_fault)
-		agent_info("+fault: not available yet, ignored");
 	cm_collect_opts_default(&co);
 	co.backend = o->backend == CM_AGENT_BACKEND_HW ? CM_COLLECT_HW :
 		     o->backend == CM_AGENT_BACKEND_SAMPLE ? CM_COLLECT_SAMPLE :
+		     o->backend == CM_AGENT_BACKEND_FAULT ? CM_COLLECT_FAULT :
 		     CM_COLLECT_AUTO;
+	co.add_fault = o->add_fault;
+	co.numa_manage = !o->numa_leave;
+	co.overhead_target = o->overhead_pct / 100.0;
 	co.period_ns = (uint64_t)o->period_us * 1000u;
 	a->col = cm_collect_new(&co, a->tr, &err);
 	if (!a->col) {
@@ -646,7 +1081,10 @@ static void start_collector(struct agent *a)
 		struct cm_collect_stats st;
 
 		cm_collect_stats(a->col, &st);
-		a->res.backend = st.backend == CM_COLLECT_HW ? "hw" : "sample";
+		a->res.backend = cm_agent_backend_name(
+			st.backend == CM_COLLECT_HW ? CM_AGENT_BACKEND_HW :
+			st.backend == CM_COLLECT_FAULT ? CM_AGENT_BACKEND_FAULT :
+			CM_AGENT_BACKEND_SAMPLE, st.fault_on);
 	}
 }
 
@@ -686,12 +1124,41 @@ static void scan(struct agent *a)
 		agent_warn("out of memory");
 	sync_collector(a);
 	if (added > 0)
-		agent_debug("%d new threads (%d in all)", added,
-			    cm_tracker_nthreads(a->tr));
+		agent_debug("%d new threads (%d in all, t=%.3f s)", added,
+			    cm_tracker_nthreads(a->tr), elapsed_s(a));
 	if (a->static_os && a->topo)
 		static_apply_new(a);
+	if (added > 0)
+		a->last_new_thread_ns = now_ns();
+	if (!a->app_settled && app_identity_ready(a))
+		settle_app_identity(a);
+	if (a->app_settled && a->model_wanted) {
+		model_fetch_now(a);
+		/* threads created while the model was on its way */
+		if (a->model_active && cm_tracker_scan(a->tr) > 0 &&
+		    ensure_threads(a, cm_tracker_nthreads(a->tr)) == 0)
+			sync_collector(a);
+	}
+	if (a->model_active)
+		model_apply_new(a);
 	if (now_ns() - a->t0_ns < IDENTITY_REFRESH_NS || added > 0)
 		refresh_identity(a);
+}
+
+/* Scan fast while the model's threads are still expected (or the model
+ * not fetched yet), so each is pinned soon after it is created; back to
+ * --scan-ms once they are all there or none appeared for a while. */
+static uint64_t scan_period_ns(const struct agent *a)
+{
+	uint64_t now = now_ns(), last = a->last_new_thread_ns > a->t0_ns ?
+					a->last_new_thread_ns : a->t0_ns;
+	int fast = (a->model_wanted && !a->app_settled) ||
+		   (a->model_active && a->model_pending > 0);
+
+	if (fast && now - last < FAST_SCAN_QUIET_NS &&
+	    FAST_SCAN_MS < a->o->scan_ms)
+		return FAST_SCAN_MS * 1000000ull;
+	return a->o->scan_ms * 1000000ull;
 }
 
 /* Should the loop end?  Returns a reason or NULL. */
@@ -749,7 +1216,7 @@ static void loop(struct agent *a)
 		now = now_ns();
 		if (now >= a->next_scan_ns) {
 			scan(a);
-			a->next_scan_ns = now + a->o->scan_ms * 1000000ull;
+			a->next_scan_ns = now + scan_period_ns(a);
 		}
 		if (now >= a->next_interval_ns) {
 			interval_end(a);
@@ -774,7 +1241,7 @@ static void fill_identity(struct agent *a)
 	r->job = a->o->job;
 	r->step = a->o->step;
 	gethostname(r->node, sizeof(r->node) - 1);
-	if (uid == (uid_t)-1 && (!p || cm_proc_read_uid(NULL, p->pid,
+	if (uid == (uid_t)-1 && (!p || cm_proc_read_uid("/proc", p->pid,
 							&uid) < 0))
 		uid = getuid();
 	r->uid = uid;
@@ -793,6 +1260,7 @@ static void fill_threads(struct agent *a)
 
 	if (!th)
 		return;
+	a->res.threads_per_rank = 0;
 	for (int i = 0; i < n; i++) {
 		const struct cm_tracked_thread *t = cm_tracker_thread(a->tr, i);
 		const struct cm_tracked_proc *p = cm_tracker_proc(a->tr,
@@ -803,11 +1271,22 @@ static void fill_threads(struct agent *a)
 		th[i].tid = t->tid;
 		th[i].pid = p->pid;
 		th[i].cpu_s = i < a->cap ? a->cpu_s[i] : -1;
-		if (p->rank + 1 > ranks)
-			ranks = p->rank + 1;
+	}
+	/* ranks on this node (distinct), and the most threads of one rank
+	 * (the learned model's key, docs/service.md) */
+	for (int i = 0; i < n; i++) {
+		int same = 0, first = 1;
+
+		for (int j = 0; j < n; j++) {
+			same += th[j].rank == th[i].rank;
+			first &= !(j < i && th[j].rank == th[i].rank);
+		}
+		ranks += first;
+		if (same > a->res.threads_per_rank)
+			a->res.threads_per_rank = same;
 	}
 	cm_agent_result_set_threads(&a->res, th, n);
-	a->res.ranks = n ? ranks : 0;
+	a->res.ranks = ranks;
 	free(th);
 }
 
@@ -838,9 +1317,17 @@ static void fill_stats(struct agent *a)
 
 		cm_collect_stats(a->col, &cs);
 		s->samples = cs.samples;
-		s->lost = cs.lost;
+		s->lost = cs.lost + cs.fault_lost;
 		s->decoded = cs.backend == CM_COLLECT_HW ? cs.ours : cs.decoded;
+		s->faults = cs.fault_hinting;
 		s->sample_period_us = (unsigned)(cs.period / 1000u);
+		for (int k = 0; k < cs.nperiods && k < 8; k++) {
+			s->period_t[k] = cs.periods[k].t;
+			s->period_us[k] = (unsigned)(cs.periods[k].period /
+						     1000u);
+		}
+		s->nperiods = cs.backend != CM_COLLECT_SAMPLE ? 0 :
+			      (cs.nperiods < 8 ? cs.nperiods : 8);
 	}
 	s->mapping_ms = a->mapping_ms;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
@@ -880,6 +1367,37 @@ static int deliver(struct agent *a, const char *doc)
 	return 1;
 }
 
+/* How far this run's detected matrix is from the model it started from. */
+static void fill_model_distance(struct agent *a)
+{
+	int n = cm_tracker_nthreads(a->tr);
+	int *rank = malloc((size_t)(n ? n : 1) * sizeof(int));
+	int *index = malloc((size_t)(n ? n : 1) * sizeof(int));
+
+	if (a->res.model.state == CM_RESULT_MODEL_USED && rank && index &&
+	    cm_matrix_total(a->total) > 0) {
+		for (int i = 0; i < n; i++) {
+			const struct cm_tracked_thread *t =
+				cm_tracker_thread(a->tr, i);
+
+			rank[i] = cm_tracker_proc(a->tr, t->proc)->rank;
+			index[i] = t->index;
+		}
+		a->res.model.distance = cm_model_distance(&a->model, a->total,
+							  rank, index, n);
+	}
+	free(rank);
+	free(index);
+}
+
+/* With --output and --service, the result is also uploaded (commap run
+ * with COMMAP_SERVICE: every run improves the model). */
+static void upload_copy(struct agent *a, const char *doc)
+{
+	if (a->o->service && deliver(a, doc) != 0)
+		agent_warn("the result is in %s only", a->o->output);
+}
+
 static int write_result(struct agent *a)
 {
 	struct cm_error err;
@@ -887,10 +1405,14 @@ static int write_result(struct agent *a)
 	int rc;
 
 	clock_gettime(CLOCK_REALTIME, &a->res.ended_at);
+	if (!a->app_settled && cm_tracker_proc(a->tr, 0) &&
+	    cm_tracker_proc(a->tr, 0)->alive)
+		settle_app_identity(a);
 	fill_identity(a);
 	fill_threads(a);
 	fill_topology(a);
 	fill_stats(a);
+	fill_model_distance(a);
 	doc = cm_agent_result_json(&a->res, a->total, &err);
 	if (!doc) {
 		agent_warn("%s", err.text);
@@ -900,6 +1422,7 @@ static int write_result(struct agent *a)
 		rc = cm_result_write_file(a->o->output, doc, &err) < 0;
 		if (rc)
 			agent_warn("%s", err.text);
+		upload_copy(a, doc);
 	} else {
 		rc = deliver(a, doc);
 	}
@@ -949,14 +1472,15 @@ static int setup(struct agent *a, const struct cm_agent_opts *o)
 		agent_warn("%s", err.text);
 		return -1;
 	}
-	if (o->mode == CM_AGENT_MODE_LEARNED) {
-		agent_warn("mode learned is not available yet: running "
-			   "dynamic");
-		cm_agent_result_warn(&a->res, "learned: not available yet, "
-				     "ran dynamic");
-		a->res.mode = "dynamic";
-		a->mode = CM_AGENT_MODE_DYNAMIC;
-	}
+	/* Learned, and dynamic as a starting point, fetch a model once
+	 * the application is known (scan()). */
+	a->model_wanted = (o->mode == CM_AGENT_MODE_LEARNED ||
+			   o->mode == CM_AGENT_MODE_DYNAMIC) && o->service;
+	if (a->model_wanted)
+		prepare_model_fetch(a);
+	if (o->mode == CM_AGENT_MODE_LEARNED && !o->service)
+		model_drop(a, "no service configured (--service or "
+			   "COMMAP_SERVICE)");
 	if (o->mode == CM_AGENT_MODE_STATIC &&
 	    agent_static_load(o->static_file, &a->st, &err) < 0) {
 		agent_warn("static mapping: %s; the job runs unpinned",
@@ -972,7 +1496,7 @@ static void add_initial_roots(struct agent *a)
 	const struct cm_agent_opts *o = a->o;
 
 	for (int i = 0; i < o->nroots; i++)
-		add_root(a, o->roots[i].pid, o->roots[i].rank);
+		add_root(a, o->roots[i].pid, o->roots[i].rank, NULL);
 	if (o->tasks_from_stdin) {
 		a->stdin_open = 1;
 		fcntl(STDIN_FILENO, F_SETFL,
@@ -1009,6 +1533,9 @@ static void teardown(struct agent *a)
 	if (a->static_os != a->st.os_pu)
 		free(a->static_os);
 	agent_static_free(&a->st);
+	cm_model_free(&a->model);
+	free(a->model_os);
+	free(a->cred);
 	cm_agent_result_free(&a->res);
 }
 

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -115,6 +116,10 @@ int main(int argc, char *argv[])
 		agent_warn("%s (see commap-agent --help)", err.text);
 		return 2;
 	}
+	/* As the commap CLI: the service from the environment when not
+	 * given (commap run passes its environment on). */
+	if (!o.service && getenv("COMMAP_SERVICE") && *getenv("COMMAP_SERVICE"))
+		o.service = getenv("COMMAP_SERVICE");
 	agent_log_set_verbosity(o.verbose);
 	setup_signals();
 	return agent_run(&o, argc, argv);

@@ -24,6 +24,7 @@ void cm_agent_opts_default(struct cm_agent_opts *o)
 	o->alpha = 0.75;
 	o->gain = CM_AGENT_GAIN_DEFAULT;
 	o->scan_ms = CM_AGENT_SCAN_MS_DEFAULT;
+	o->overhead_pct = 1.0;
 }
 
 const char *cm_agent_mode_name(enum cm_agent_mode m)
@@ -114,25 +115,40 @@ int cm_agent_parse_pid(const char *s, struct cm_agent_root *out,
 	return 0;
 }
 
-int cm_agent_parse_task_line(const char *line, pid_t *pid, int *rank,
-			     struct cm_error *err)
+/* A Linux CPU list: digits, ',' and '-' only, starting with a digit. */
+static int cpulist_ok(const char *s)
 {
-	char word[16], a[32], b[32], extra[2];
+	if (!isdigit((unsigned char)s[0]))
+		return 0;
+	return strspn(s, "0123456789,-") == strlen(s);
+}
+
+int cm_agent_parse_task_line(const char *line, pid_t *pid, int *rank,
+			     char *cpus, struct cm_error *err)
+{
+	char word[16], a[32], b[32], c[CM_AGENT_CPULIST_MAX], extra[2];
 	unsigned long long p, r;
 	int n;
 
 	*pid = 0;
 	*rank = 0;
-	n = sscanf(line, "%15s %31s %31s %1s", word, a, b, extra);
+	cpus[0] = '\0';
+	if (strlen(line) >= sizeof(c) + 32)
+		return cm_errorf(err, EINVAL, "stdin: line of %zu bytes is too "
+				 "long (want 'task PID RANK [CPULIST]')",
+				 strlen(line));
+	n = sscanf(line, "%15s %31s %31s %1023s %1s", word, a, b, c, extra);
 	if (n <= 0)
 		return 0;
-	if (n != 3 || strcmp(word, "task") != 0 ||
+	if ((n != 3 && n != 4) || strcmp(word, "task") != 0 ||
 	    parse_ull(a, 1, INT_MAX, &p) < 0 ||
-	    parse_ull(b, 0, INT_MAX, &r) < 0)
+	    parse_ull(b, 0, INT_MAX, &r) < 0 || (n == 4 && !cpulist_ok(c)))
 		return cm_errorf(err, EINVAL, "stdin: bad line '%.80s' (want "
-				 "'task PID RANK')", line);
+				 "'task PID RANK [CPULIST]')", line);
 	*pid = (pid_t)p;
 	*rank = (int)r;
+	if (n == 4)
+		snprintf(cpus, CM_AGENT_CPULIST_MAX, "%s", c);
 	return 1;
 }
 
@@ -199,7 +215,7 @@ enum {
 	OPT_MODE = 256, OPT_STATIC, OPT_BACKEND, OPT_PERIOD, OPT_JOB,
 	OPT_STEP, OPT_UID, OPT_STEPD, OPT_SPOOL, OPT_SERVICE, OPT_OUTPUT,
 	OPT_STDIN, OPT_PID, OPT_TOPO, OPT_TOPO_XML, OPT_READY, OPT_ALPHA,
-	OPT_GAIN, OPT_SCAN, OPT_VERBOSE,
+	OPT_GAIN, OPT_SCAN, OPT_VERBOSE, OPT_NUMA, OPT_OVERHEAD,
 };
 
 static const struct option long_opts[] = {
@@ -223,6 +239,8 @@ static const struct option long_opts[] = {
 	{ "gain", required_argument, NULL, OPT_GAIN },
 	{ "scan-ms", required_argument, NULL, OPT_SCAN },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
+	{ "numa-balancing", required_argument, NULL, OPT_NUMA },
+	{ "overhead", required_argument, NULL, OPT_OVERHEAD },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -253,6 +271,7 @@ static int apply_option(struct cm_agent_opts *o, int c, const char *v,
 			      CM_AGENT_PERIOD_US_MAX, &n, err) < 0)
 			return -1;
 		o->period_us = (unsigned)n;
+		o->period_given = 1;
 		return 0;
 	case OPT_JOB:
 	case OPT_STEP:
@@ -305,6 +324,17 @@ static int apply_option(struct cm_agent_opts *o, int c, const char *v,
 	case OPT_VERBOSE:
 		o->verbose++;
 		return 0;
+	case OPT_NUMA:
+		if (strcmp(v, "manage") && strcmp(v, "leave"))
+			return cm_errorf(err, EINVAL, "--numa-balancing: "
+					 "invalid value '%s' (want manage or "
+					 "leave)", v);
+		o->numa_leave = strcmp(v, "leave") == 0;
+		return 0;
+	case OPT_OVERHEAD:
+		o->overhead_given = 1;
+		return parse_fraction("--overhead", v, 0.0, 50.0,
+				      &o->overhead_pct, err);
 	}
 	return cm_errorf(err, EINVAL, "internal: option %d", c);
 }
@@ -355,5 +385,8 @@ int cm_agent_opts_parse(struct cm_agent_opts *o, int argc, char *argv[],
 	if (optind < argc)
 		return cm_errorf(err, EINVAL, "unexpected argument '%s'",
 				 argv[optind]);
+	/* A period asked for is kept unless an overhead target is too. */
+	if (o->period_given && !o->overhead_given)
+		o->overhead_pct = 0;
 	return check_consistency(o, err);
 }

@@ -7,6 +7,7 @@
  *                [--backend auto|sample|fault|hw|sample+fault|hw+fault]
  *                [--period-us N] [--topology SPEC | --topology-xml FILE]
  *                [--ready-fd FD] [--alpha X] [--gain X] [--verbose]
+ *                [--numa-balancing manage|leave] [--overhead PCT]
  *
  * Parsing is pure (no printing, no exit): every error is -1/EINVAL with a
  * message naming the option and the value, so the table of good and bad
@@ -70,6 +71,13 @@ struct cm_agent_opts {
 	double gain;			/* relative cost gain needed to remap */
 	unsigned scan_ms;		/* thread rescan period */
 	int verbose;
+	int numa_leave;			/* fault: leave kernel.numa_balancing
+					 * alone (default: manage it) */
+	double overhead_pct;		/* adaptive period target, % of the
+					 * app's CPU; 0: fixed period.  1 by
+					 * default, 0 when --period-us is
+					 * given without --overhead */
+	int overhead_given, period_given;
 };
 
 /* Defaults: mode dynamic, backend auto, 1 ms, alpha 0.75, gain 0.05,
@@ -89,13 +97,19 @@ int cm_agent_opts_parse(struct cm_agent_opts *o, int argc, char *argv[],
 int cm_agent_parse_pid(const char *s, struct cm_agent_root *out,
 		       struct cm_error *err);
 
+/* Longest CPU list accepted on a task line. */
+#define CM_AGENT_CPULIST_MAX 1024
+
 /* One line of the stdin protocol, without its newline:
- *   "task PID RANK"   a task of the step (rank >= 0)
+ *   "task PID RANK [CPULIST]"   a task of the step (rank >= 0) and the
+ *                               CPUs Slurm bound it to ("0-3,8"), read by
+ *                               the plugin when the binding is final
  * Leading/trailing blanks and empty lines are allowed (returns 0 with
- * *pid = 0: nothing to do).  1 with pid/rank filled; -1/EINVAL naming the
- * line otherwise. */
+ * *pid = 0: nothing to do).  1 with pid/rank filled and cpus set to the
+ * list, or to "" when the line has none (cpus has CM_AGENT_CPULIST_MAX
+ * bytes); -1/EINVAL naming the line otherwise. */
 int cm_agent_parse_task_line(const char *line, pid_t *pid, int *rank,
-			     struct cm_error *err);
+			     char *cpus, struct cm_error *err);
 
 const char *cm_agent_mode_name(enum cm_agent_mode m);
 /* "sample", "hw", "fault", "sample+fault", ... */

@@ -38,6 +38,7 @@ void cm_agent_result_free(struct cm_agent_result *r)
 	free(r->migrations);
 	for (int i = 0; i < r->nwarnings; i++)
 		free(r->warnings[i]);
+	free(r->pin_latency_ms);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -139,6 +140,42 @@ int cm_agent_result_add_migration(struct cm_agent_result *r, double t,
 	return 0;
 }
 
+int cm_agent_result_add_pin_latency(struct cm_agent_result *r, double ms)
+{
+	if (grow((void **)&r->pin_latency_ms, &r->pin_latency_cap,
+		 r->npin_latency, sizeof(*r->pin_latency_ms)) < 0)
+		return -1;
+	r->pin_latency_ms[r->npin_latency++] = ms < 0 ? 0 : ms;
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+double cm_agent_result_pin_latency_quantile(const struct cm_agent_result *r,
+					    double q)
+{
+	int n = r->npin_latency, k;
+	double *v, out;
+
+	if (n <= 0)
+		return -1;
+	v = malloc((size_t)n * sizeof(*v));
+	if (!v)
+		return -1;
+	memcpy(v, r->pin_latency_ms, (size_t)n * sizeof(*v));
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	/* nearest rank: the smallest value with at least q of them below */
+	k = (int)(q * n + 0.999999999) - 1;
+	out = v[k < 0 ? 0 : k >= n ? n - 1 : k];
+	free(v);
+	return out;
+}
+
 void cm_agent_result_warn(struct cm_agent_result *r, const char *text)
 {
 	if (r->nwarnings >= CM_RESULT_MAX_WARNINGS)
@@ -177,9 +214,16 @@ static json_t *identity_json(const struct cm_agent_result *r)
 	bad |= json_object_set_new(o, "executable",
 				   json_string(r->executable[0] ?
 					       r->executable : "unknown"));
-	bad |= json_object_set_new(o, "exe_hash", json_null());
+	bad |= json_object_set_new(o, "exe_hash", r->exe_hash[0] ?
+				   json_string(r->exe_hash) : json_null());
 	bad |= json_object_set_new(o, "argv", argv);
+	if (r->argv_shape[0])
+		bad |= json_object_set_new(o, "argv_shape",
+					   json_string(r->argv_shape));
 	bad |= json_object_set_new(o, "ranks", json_integer(r->ranks));
+	if (r->threads_per_rank > 0)
+		bad |= json_object_set_new(o, "threads_per_rank",
+					   json_integer(r->threads_per_rank));
 	bad |= json_object_set_new(o, "threads", json_integer(r->nthreads));
 	if (bad) {
 		json_decref(o);
@@ -282,8 +326,11 @@ static json_t *timeline_json(const struct cm_agent_result *r)
 		bad |= json_object_set_new(o, "t", json_real(e->t));
 		bad |= json_object_set_new(o, "pu_of_thread",
 					   int_array(e->os_pu, n));
-		bad |= json_object_set_new(o, "cost", e->cost < 0 ?
-					   json_null() : json_real(e->cost));
+		/* A static mapping has no matrix to price it with: the key
+		 * is left out (docs/result-format.md), never null. */
+		if (e->cost >= 0)
+			bad |= json_object_set_new(o, "cost",
+						   json_real(e->cost));
 		bad |= json_object_set_new(o, "reason", json_string(e->reason));
 		if (bad || json_array_append_new(a, o) < 0) {
 			json_decref(o);
@@ -313,11 +360,38 @@ static json_t *migrations_json(const struct cm_agent_result *r)
 	return a;
 }
 
+static json_t *ms_or_null(double v)
+{
+	return v < 0 ? json_null() : json_real(v);
+}
+
+/* The creation-to-first-pin distribution, ms. */
+static json_t *pin_latency_json(const struct cm_agent_result *r)
+{
+	return json_pack("{s:o,s:o,s:o,s:i}",
+		"p50", ms_or_null(cm_agent_result_pin_latency_quantile(r, 0.5)),
+		"p90", ms_or_null(cm_agent_result_pin_latency_quantile(r, 0.9)),
+		"max", ms_or_null(cm_agent_result_pin_latency_quantile(r, 1.0)),
+		"n", r->npin_latency);
+}
+
+/* [[t, us], ...] of the sampling periods used. */
+static json_t *periods_json(const struct cm_result_stats *s)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; a && i < s->nperiods && i < 8; i++)
+		json_array_append_new(a, json_pack("[f,i]", s->period_t[i],
+						   (int)s->period_us[i]));
+	return a;
+}
+
 static json_t *stats_json(const struct cm_agent_result *r)
 {
 	const struct cm_result_stats *s = &r->stats;
+	json_t *o;
 
-	return json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:I,s:I,s:i}",
+	o = json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:I,s:I,s:i,s:o}",
 			 "samples", (json_int_t)s->samples,
 			 "lost", (json_int_t)s->lost,
 			 "decoded", (json_int_t)s->decoded,
@@ -326,7 +400,23 @@ static json_t *stats_json(const struct cm_agent_result *r)
 			 "mapping_ms", s->mapping_ms,
 			 "pins", (json_int_t)s->pins,
 			 "intervals", (json_int_t)s->intervals,
-			 "sample_period_us", (int)s->sample_period_us);
+			 "sample_period_us", (int)s->sample_period_us,
+			 "pin_latency_ms", pin_latency_json(r));
+	if (o && s->nperiods > 0)
+		json_object_set_new(o, "sample_periods", periods_json(s));
+	return o;
+}
+
+static json_t *model_json(const struct cm_agent_result *r)
+{
+	const struct cm_result_model *m = &r->model;
+
+	if (m->state == CM_RESULT_MODEL_UNUSED)
+		return json_pack("{s:b,s:s}", "used", 0, "reason", m->reason);
+	return json_pack("{s:b,s:I,s:i,s:o}", "used", 1, "id",
+			 (json_int_t)m->id, "runs", m->runs, "distance",
+			 m->distance < 0 ? json_null() :
+			 json_real(m->distance));
 }
 
 static json_t *warnings_json(const struct cm_agent_result *r)
@@ -365,6 +455,8 @@ static json_t *document(const struct cm_agent_result *r,
 	bad |= json_object_set_new(o, "migrations", migrations_json(r));
 	bad |= json_object_set_new(o, "stats", stats_json(r));
 	bad |= json_object_set_new(o, "warnings", warnings_json(r));
+	if (r->model.state != CM_RESULT_MODEL_NONE)
+		bad |= json_object_set_new(o, "model", model_json(r));
 	if (bad) {
 		json_decref(o);
 		return NULL;

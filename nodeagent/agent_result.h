@@ -7,7 +7,9 @@
  * record, the thread list and the matrix into the JSON text.  Additions to
  * version 1 (readers ignore unknown keys): "warnings", a list of the
  * one-line reasons the agent could not do what it was asked (perf not
- * permitted, no capstone, ...), and stats.decode_rate / stats.threads_seen.
+ * permitted, no capstone, ...), and stats.decode_rate / stats.threads_seen;
+ * for learned mappings (issue 7) identity.exe_hash / argv_shape /
+ * threads_per_rank, the top-level "model" and stats.pin_latency_ms.
  */
 #ifndef COMMAP_AGENT_RESULT_H
 #define COMMAP_AGENT_RESULT_H
@@ -46,9 +48,29 @@ struct cm_result_stats {
 	double agent_cpu_s, mapping_ms;
 	uint64_t pins, intervals;
 	unsigned sample_period_us;
+	/* "sample_periods": [[t, us], ...], the initial sampling period
+	 * and each change of the adaptive one (collect.h); absent when 0 */
+	int nperiods;
+	double period_t[8];
+	unsigned period_us[8];
 };
 
 #define CM_RESULT_MAX_WARNINGS 16
+
+/* Whether the run started from a learned model (result key "model"). */
+enum cm_result_model_state {
+	CM_RESULT_MODEL_NONE = 0,	/* no "model" key (not asked) */
+	CM_RESULT_MODEL_USED,		/* {"used": true, "id", "runs", ...} */
+	CM_RESULT_MODEL_UNUSED,		/* {"used": false, "reason"} */
+};
+
+struct cm_result_model {
+	enum cm_result_model_state state;
+	long long id;
+	int runs;
+	double distance;	/* 1 - cosine(detected, model); < 0 unknown */
+	char reason[256];	/* why not used / abandoned */
+};
 
 struct cm_agent_result {
 	/* identity; job/step -1 outside Slurm */
@@ -58,7 +80,10 @@ struct cm_agent_result {
 	uid_t uid;
 	char executable[4096];
 	char **argv;		/* owned, NULL-terminated */
-	int ranks;
+	int ranks;		/* distinct ranks on this node */
+	char exe_hash[129];	/* "" : null (app_identity.h) */
+	char argv_shape[1024];	/* "" : absent */
+	int threads_per_rank;	/* 0: absent */
 	const char *mode;	/* off | dynamic | learned | static */
 	const char *backend;	/* NULL: none ran */
 	struct timespec started_at, ended_at;	/* CLOCK_REALTIME */
@@ -77,6 +102,11 @@ struct cm_agent_result {
 	char *warnings[CM_RESULT_MAX_WARNINGS];
 	int nwarnings;
 	struct cm_result_stats stats;
+	struct cm_result_model model;
+	/* creation-to-first-pin latency of each thread, ms (stats.
+	 * pin_latency_ms: p50, p90, max, n) */
+	double *pin_latency_ms;
+	int npin_latency, pin_latency_cap;
 };
 
 /* Zero the record (job/step -1, times now). */
@@ -95,6 +125,13 @@ int cm_agent_result_add_mapping(struct cm_agent_result *r, double t,
 				const char *reason);
 int cm_agent_result_add_migration(struct cm_agent_result *r, double t,
 				  int thread, int from, int to);
+/* Record one thread's creation-to-first-pin latency.  0 or -1/ENOMEM. */
+int cm_agent_result_add_pin_latency(struct cm_agent_result *r, double ms);
+/* The q-quantile (0..1, nearest rank) of the recorded latencies; -1 if
+ * none. */
+double cm_agent_result_pin_latency_quantile(const struct cm_agent_result *r,
+					    double q);
+
 /* Keep a one-line reason (first CM_RESULT_MAX_WARNINGS only). */
 void cm_agent_result_warn(struct cm_agent_result *r, const char *text);
 

@@ -5,15 +5,20 @@ nodeagent_libagent_la_SOURCES = \
 	nodeagent/decode.h nodeagent/decode.c \
 	nodeagent/perf_sample.h nodeagent/perf_sample.c \
 	nodeagent/detect_table.h nodeagent/detect_table.c \
-	nodeagent/collect.h nodeagent/collect.c
+	nodeagent/collect.h nodeagent/collect.c \
+	nodeagent/fault_sample.h nodeagent/fault_sample.c \
+	nodeagent/sample_rate.h nodeagent/sample_rate.c
 nodeagent_libagent_la_CFLAGS = $(AM_CFLAGS) $(CAPSTONE_CFLAGS) $(HWLOC_CFLAGS) $(JANSSON_CFLAGS)
-nodeagent_libagent_la_LIBADD = lib/libcommap.la $(CAPSTONE_LIBS)
+nodeagent_libagent_la_LIBADD = lib/libcommap.la nodeagent/libnumab.la \
+	$(CAPSTONE_LIBS)
 
 AGENT_TESTS = \
 	tests/unit/test_decode.t \
 	tests/unit/test_perf_sample.t \
 	tests/unit/test_detect_table.t \
-	tests/unit/test_collect.t
+	tests/unit/test_collect.t \
+	tests/unit/test_fault_sample.t \
+	tests/unit/test_sample_rate.t
 check_PROGRAMS += $(AGENT_TESTS)
 TESTS += $(AGENT_TESTS)
 AGENT_TEST_CFLAGS = $(UNIT_CFLAGS) $(CAPSTONE_CFLAGS) -I$(top_srcdir)/nodeagent
@@ -30,6 +35,12 @@ tests_unit_test_detect_table_t_LDADD = $(AGENT_TEST_LDADD)
 tests_unit_test_collect_t_SOURCES = tests/unit/test_collect.c
 tests_unit_test_collect_t_CFLAGS = $(AGENT_TEST_CFLAGS)
 tests_unit_test_collect_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.la $(AGENT_TEST_LDADD)
+tests_unit_test_fault_sample_t_SOURCES = tests/unit/test_fault_sample.c
+tests_unit_test_fault_sample_t_CFLAGS = $(AGENT_TEST_CFLAGS)
+tests_unit_test_fault_sample_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.la $(AGENT_TEST_LDADD)
+tests_unit_test_sample_rate_t_SOURCES = tests/unit/test_sample_rate.c
+tests_unit_test_sample_rate_t_CFLAGS = $(AGENT_TEST_CFLAGS)
+tests_unit_test_sample_rate_t_LDADD = $(AGENT_TEST_LDADD)
 endif
 
 # The agent's pure parts (options, remap policy, result document, static
@@ -39,19 +50,23 @@ nodeagent_libagentcore_la_SOURCES = \
 	nodeagent/agent_opts.h nodeagent/agent_opts.c \
 	nodeagent/remap_policy.h nodeagent/remap_policy.c \
 	nodeagent/agent_result.h nodeagent/agent_result.c \
-	nodeagent/agent.h nodeagent/agent_static.c
-nodeagent_libagentcore_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
-nodeagent_libagentcore_la_LIBADD = lib/libcommap.la $(JANSSON_LIBS)
+	nodeagent/agent.h nodeagent/agent_static.c \
+	nodeagent/app_identity.h nodeagent/app_identity.c
+nodeagent_libagentcore_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) \
+	$(CRYPTO_CFLAGS)
+nodeagent_libagentcore_la_LIBADD = lib/libcommap.la $(JANSSON_LIBS) \
+	$(CRYPTO_LIBS)
 
 # commap-agent, started by the SPANK plugin and 'commap run' (docs/agent.md).
 if HAVE_CAPSTONE
 commapexecdir = $(libexecdir)/commap
 commapexec_PROGRAMS = nodeagent/commap-agent
-nodeagent_commap_agent_SOURCES = nodeagent/agent_main.c nodeagent/agent_loop.c
+nodeagent_commap_agent_SOURCES = nodeagent/agent_main.c nodeagent/agent_loop.c \
+	nodeagent/model_fetch.h nodeagent/model_fetch.c
 nodeagent_commap_agent_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) \
 	$(JANSSON_CFLAGS) $(CAPSTONE_CFLAGS)
 nodeagent_commap_agent_LDADD = nodeagent/libagentcore.la \
 	nodeagent/libagent.la nodeagent/libtrack.la nodeagent/libpin.la \
 	nodeagent/libupload.la lib/libcommap.la $(CAPSTONE_LIBS) \
-	$(HWLOC_LIBS) $(JANSSON_LIBS) -lm
+	$(HWLOC_LIBS) $(JANSSON_LIBS) $(CRYPTO_LIBS) -lm
 endif

@@ -59,9 +59,13 @@ void cm_remap_decide(const struct cm_remap_input *in,
 	int thr = in->partner_threshold > 0 ? in->partner_threshold :
 		  CM_REMAP_PARTNER_THRESHOLD;
 
-	out->pattern_changed = in->partners_changed >= thr;
+	int evidence = in->comm_total >= CM_REMAP_MIN_EVIDENCE;
+
+	out->pattern_changed = evidence && in->partners_changed >= thr;
 	if (!(in->comm_total > 0))
 		out->reason = "no-communication";
+	else if (!evidence)
+		out->reason = "little-evidence";
 	else if (!in->have_mapping)
 		out->reason = "initial";
 	else if (in->unplaced > 0)
@@ -70,7 +74,7 @@ void cm_remap_decide(const struct cm_remap_input *in,
 		out->reason = "pattern";
 	else
 		out->reason = "stable";
-	out->compute = in->comm_total > 0 && (!in->have_mapping ||
+	out->compute = evidence && (!in->have_mapping ||
 					      in->unplaced > 0 ||
 					      out->pattern_changed);
 	out->next_interval_ms = cm_remap_next_interval(in->interval_ms,

@@ -27,6 +27,10 @@
 #define CM_REMAP_INTERVAL_MS_MAX 1000
 #define CM_REMAP_PARTNER_THRESHOLD 2
 #define CM_REMAP_ALPHA 0.75
+/* Communication events (matrix weight) below which nothing is mapped: a
+ * stray event between independent threads (two threads touching one
+ * block once, a sample mis-keyed) must not move anyone. */
+#define CM_REMAP_MIN_EVIDENCE 8.0
 
 /* Next interval: cur - 50 ms when the pattern changed, cur + 50 ms when
  * not, clamped to [50, 1000] ms (LHMapping §3.4.2). */
@@ -63,7 +67,8 @@ struct cm_remap_decision {
 	int pattern_changed;
 	int next_interval_ms;
 	const char *reason;	/* "initial", "pattern", "new-threads", or
-				 * why not: "no-communication", "stable" */
+				 * why not: "no-communication",
+				 * "little-evidence", "stable" */
 };
 
 /* Decide whether to compute a candidate mapping this interval; the caller

@@ -519,7 +519,143 @@ out:
 	return rc;
 }
 
+/* GET {service_url}{path} with a fresh credential (upload.h).  The
+ * answer is kept whole up to CM_SERVICE_GET_MAX bytes. */
+struct get_answer {
+	char *buf;
+	size_t len;
+	int too_big;
+};
+
+static size_t get_write(char *p, size_t size, size_t n, void *arg)
+{
+	struct get_answer *a = arg;
+	size_t len = size * n;
+	char *t;
+
+	if (a->len + len > CM_SERVICE_GET_MAX) {
+		a->too_big = 1;
+		return 0;
+	}
+	t = realloc(a->buf, a->len + len + 1);
+	if (!t)
+		return 0;
+	a->buf = t;
+	memcpy(a->buf + a->len, p, len);
+	a->len += len;
+	a->buf[a->len] = '\0';
+	return len;
+}
+
+void cm_service_prepare(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+char *cm_service_credential(const struct cm_deliver_opts *o,
+			    struct cm_error *err)
+{
+	char why[1024];
+	char *cred = munge_credential(o, why, sizeof(why));
+
+	if (!cred)
+		cm_errorf(err, EIO, "%s", why);
+	return cred;
+}
+
+int cm_service_get(const struct cm_deliver_opts *o, const char *path,
+		   const char *given_cred, long *code, char **body,
+		   struct cm_error *err)
+{
+	int64_t start = now_ms(), left;
+	long timeout = effective_timeout(o);
+	char url[4096], why[1024], line[2048], *cred;
+	size_t ul;
+	struct curl_slist *hdr = NULL;
+	struct get_answer ans = { 0 };
+	CURL *c = NULL;
+	CURLcode cc;
+	int rv = -1;
+
+	*code = 0;
+	*body = NULL;
+	if (!o || !o->service_url || !*o->service_url || !path)
+		return cm_errorf(err, EINVAL, "no service configured");
+	ul = strlen(o->service_url);
+	while (ul && o->service_url[ul - 1] == '/')
+		ul--;
+	if (bprintf(url, sizeof(url), "%.*s%s", (int)ul, o->service_url,
+		    path) < 0)
+		return cm_errorf(err, ENAMETOOLONG, "request URL too long");
+	cred = given_cred ? NULL : munge_credential(o, why, sizeof(why));
+	if (!given_cred && !cred)
+		return cm_errorf(err, EIO, "%s", why);
+	left = timeout - (now_ms() - start);
+	bprintf(line, sizeof(line), "X-Munge-Credential: %s",
+		given_cred ? given_cred : cred);
+	free(cred);
+	if (left <= 0) {
+		cm_errorf(err, ETIMEDOUT, "munge took longer than %ld ms",
+			  timeout);
+		goto out;
+	}
+	c = curl_easy_init();
+	hdr = curl_slist_append(NULL, line);
+	if (!c || !hdr) {
+		cm_errorf(err, ENOMEM, "libcurl: out of memory");
+		goto out;
+	}
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_PROXY, "");
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)left);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)left);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, get_write);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &ans);
+	cc = curl_easy_perform(c);
+	if (cc != CURLE_OK) {
+		cm_errorf(err, ans.too_big ? EFBIG : EIO, "%.*s: %s", (int)ul,
+			  o->service_url, ans.too_big ? "answer too large" :
+			  curl_easy_strerror(cc));
+		goto out;
+	}
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, code);
+	*body = ans.buf ? ans.buf : strdup("");
+	ans.buf = NULL;
+	rv = *body ? 0 : cm_errorf(err, ENOMEM, "out of memory");
+out:
+	if (c)
+		curl_easy_cleanup(c);
+	curl_slist_free_all(hdr);
+	free(ans.buf);
+	return rv;
+}
+
 #else	/* spool only */
+
+void cm_service_prepare(void)
+{
+}
+
+char *cm_service_credential(const struct cm_deliver_opts *o,
+			    struct cm_error *err)
+{
+	(void)o;
+	cm_errorf(err, ENOSYS, "built without libcurl or libmunge");
+	return NULL;
+}
+
+int cm_service_get(const struct cm_deliver_opts *o, const char *path,
+		   const char *cred, long *code, char **body,
+		   struct cm_error *err)
+{
+	(void)o, (void)path, (void)cred;
+	*code = 0;
+	*body = NULL;
+	return cm_errorf(err, ENOSYS, "built without libcurl or libmunge");
+}
 
 static enum attempt http_post(const struct cm_deliver_opts *o,
 			      const char *doc, size_t len, const char *id,

@@ -109,4 +109,30 @@ void cm_upload_id_make(const char *doc, size_t len,
  * '.'), else 0. */
 int cm_upload_id_valid(const char *s);
 
+/* GET {service_url}{path} (path starts with '/', query already
+ * percent-encoded) with a munge credential: cred if not NULL (made
+ * beforehand with cm_service_credential, used once: the service refuses
+ * a replay), else a fresh one; bounded by opts->timeout_ms (munge +
+ * connect + answer).  Used by the agent to fetch a learned model
+ * (model_fetch.h).  0 with *code the HTTP status and *body the answer
+ * (malloc'ed, NUL-terminated, at most CM_SERVICE_GET_MAX bytes); -1 with
+ * errno/err: EINVAL no service, EIO unreachable or munge failed,
+ * ETIMEDOUT, EFBIG answer too large, ENOSYS built without
+ * libcurl/libmunge. */
+#define CM_SERVICE_GET_MAX ((size_t)16 << 20)
+int cm_service_get(const struct cm_deliver_opts *opts, const char *path,
+		   const char *cred, long *code, char **body,
+		   struct cm_error *err);
+
+/* A munge credential made now (malloc'ed), so that a request on a time-
+ * critical path does not wait for munged; NULL with errno/err. */
+char *cm_service_credential(const struct cm_deliver_opts *opts,
+			    struct cm_error *err);
+
+/* Initialise libcurl (and the TLS library under it) now rather than on
+ * the first request: tens of ms on a loaded node, which the agent keeps
+ * out of the time between a thread's creation and its learned pin.
+ * Call once, before any thread of the caller exists. */
+void cm_service_prepare(void);
+
 #endif

@@ -4,7 +4,8 @@
 AGENT_UNIT_TESTS = \
 	tests/agent/test_agent_opts.t \
 	tests/agent/test_remap_policy.t \
-	tests/agent/test_agent_result.t
+	tests/agent/test_agent_result.t \
+	tests/agent/test_app_identity.t
 check_PROGRAMS += $(AGENT_UNIT_TESTS) tests/agent/pairs
 TESTS += $(AGENT_UNIT_TESTS)
 AGENT_UNIT_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/nodeagent
@@ -22,6 +23,21 @@ tests_agent_test_agent_result_t_CFLAGS = $(AGENT_UNIT_CFLAGS) \
 	-I$(top_srcdir)/service
 tests_agent_test_agent_result_t_LDADD = $(AGENT_UNIT_LDADD)
 
+tests_agent_test_app_identity_t_SOURCES = tests/agent/test_app_identity.c
+tests_agent_test_app_identity_t_CFLAGS = $(AGENT_UNIT_CFLAGS)
+tests_agent_test_app_identity_t_LDADD = $(AGENT_UNIT_LDADD)
+
+# The model reader is built into the agent (it needs libupload's GET).
+if HAVE_CAPSTONE
+check_PROGRAMS += tests/agent/test_model_fetch.t
+TESTS += tests/agent/test_model_fetch.t
+endif
+tests_agent_test_model_fetch_t_SOURCES = tests/agent/test_model_fetch.c \
+	nodeagent/model_fetch.c
+tests_agent_test_model_fetch_t_CFLAGS = $(AGENT_UNIT_CFLAGS)
+tests_agent_test_model_fetch_t_LDADD = nodeagent/libupload.la \
+	$(AGENT_UNIT_LDADD)
+
 tests_agent_pairs_SOURCES = tests/agent/pairs.c
 tests_agent_pairs_LDADD = -lpthread
 
@@ -32,3 +48,22 @@ if HAVE_CAPSTONE
 TESTS += $(AGENT_SH_TESTS)
 endif
 EXTRA_DIST += $(AGENT_SH_TESTS)
+
+# Learned mappings against the real service (needs it and libcurl).
+if HAVE_CAPSTONE
+if HAVE_SERVICE
+if HAVE_CURL
+TESTS += tests/agent/t0720-learned.sh
+endif
+endif
+endif
+EXTRA_DIST += tests/agent/t0720-learned.sh
+
+# Benchmark, not a test: creation-to-pin latency, learned vs dynamic
+# (docs/PERFORMANCE.md "Learned mappings").  make bench-learned
+bench-learned: nodeagent/commap-agent cli/commap tests/agent/pairs \
+		service/commap-service
+	top_builddir=$(abs_top_builddir) top_srcdir=$(abs_top_srcdir) \
+		bash $(top_srcdir)/tests/bench/learned/run-pin-latency.sh
+.PHONY: bench-learned
+EXTRA_DIST += tests/bench/learned/run-pin-latency.sh

@@ -153,22 +153,27 @@ static void test_good(void)
 struct line_case {
 	const char *line;
 	int rc, pid, rank;
+	const char *cpus;
 };
 
 static const struct line_case lines[] = {
-	{ "task 123 0", 1, 123, 0 },
-	{ "  task 5 17  ", 1, 5, 17 },
-	{ "task\t5\t2", 1, 5, 2 },
-	{ "", 0, 0, 0 },
-	{ "   ", 0, 0, 0 },
-	{ "task 0 1", -1, 0, 0 },
-	{ "task 5", -1, 0, 0 },
-	{ "task 5 1 extra", -1, 0, 0 },
-	{ "task -5 1", -1, 0, 0 },
-	{ "task 5 -1", -1, 0, 0 },
-	{ "tusk 5 1", -1, 0, 0 },
-	{ "task 5x 1", -1, 0, 0 },
-	{ "task 99999999999 1", -1, 0, 0 },
+	{ "task 123 0", 1, 123, 0, NULL },
+	{ "  task 5 17  ", 1, 5, 17, NULL },
+	{ "task\t5\t2", 1, 5, 2, NULL },
+	{ "", 0, 0, 0, NULL },
+	{ "   ", 0, 0, 0, NULL },
+	{ "task 0 1", -1, 0, 0, NULL },
+	{ "task 5", -1, 0, 0, NULL },
+	{ "task 5 1 0-3,8", 1, 5, 1, "0-3,8" },
+	{ "task 5 1 3", 1, 5, 1, "3" },
+	{ "task 5 1 extra", -1, 0, 0, NULL },
+	{ "task 5 1 0-3 more", -1, 0, 0, NULL },
+	{ "task 5 1 -3", -1, 0, 0, NULL },
+	{ "task -5 1", -1, 0, 0, NULL },
+	{ "task 5 -1", -1, 0, 0, NULL },
+	{ "tusk 5 1", -1, 0, 0, NULL },
+	{ "task 5x 1", -1, 0, 0, NULL },
+	{ "task 99999999999 1", -1, 0, 0, NULL },
 };
 
 static void test_task_lines(void)
@@ -177,15 +182,18 @@ static void test_task_lines(void)
 		struct cm_error err;
 		pid_t pid;
 		int rank;
+		char cpus[CM_AGENT_CPULIST_MAX];
 		int rc = cm_agent_parse_task_line(lines[i].line, &pid, &rank,
-						  &err);
+						  cpus, &err);
+		const char *want = lines[i].cpus ? lines[i].cpus : "";
 
 		ok(rc == lines[i].rc && (rc != 1 || (pid == lines[i].pid &&
-						     rank == lines[i].rank)),
+						     rank == lines[i].rank &&
+						     !strcmp(cpus, want))),
 		   "task line '%s' -> %d", lines[i].line, lines[i].rc);
 		if (rc == -1)
-			ok(strstr(err.text, "want 'task PID RANK'") != NULL,
-			   "  message says what is expected");
+			ok(strstr(err.text, "want 'task PID RANK [CPULIST]'") !=
+			   NULL, "  message says what is expected");
 	}
 }
 

@@ -96,6 +96,23 @@ static void test_valid(void)
 	   cm_matrix_get(back, 2, 3) == 7.5, "same matrix back");
 	cm_matrix_free(back);
 	free(text);
+
+	/* A static mapping has no cost: the key is left out, and the
+	 * service still accepts the document. */
+	{
+		int map3[4] = { 0, 0, 1, 1 };
+
+		cm_agent_result_add_mapping(&r, 0.5, map3, 4, -1, "static");
+		text = cm_agent_result_json(&r, m, &err);
+		ok(text && svc_result_parse(text, strlen(text), 1 << 20, &doc,
+					    &id, &err) == 0,
+		   "a mapping without a cost is accepted (%s)", err.text);
+		ok(text && !json_object_get(json_array_get(json_object_get(doc,
+			"timeline"), 2), "cost"), "and has no cost key");
+		if (text)
+			json_decref(doc);
+		free(text);
+	}
 	cm_matrix_free(m);
 	cm_agent_result_free(&r);
 }

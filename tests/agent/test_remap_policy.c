@@ -79,6 +79,12 @@ static void test_decide(void)
 	cm_remap_decide(&in, &d);
 	ok(!d.compute && d.next_interval_ms == 250, "no communication: "
 	   "nothing, interval grows (%s)", d.reason);
+	in.comm_total = 1;
+	in.partners_changed = 2;
+	cm_remap_decide(&in, &d);
+	ok(!d.compute && !d.pattern_changed,
+	   "one stray event moves nobody (%s)", d.reason);
+	in.partners_changed = 0;
 	in.comm_total = 10;
 	cm_remap_decide(&in, &d);
 	ok(d.compute, "first communication: initial mapping (%s)", d.reason);
