@@ -16,8 +16,10 @@
  * -> user_init -> task_init_privileged -> task_init -> task_post_fork ->
  * task_exit -> exit.
  */
+#define _GNU_SOURCE		/* sched_getaffinity, cpu_set_t */
 #include <stdint.h>	/* spank.h uses uint32_t without including it */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -178,13 +180,49 @@ static void launch_agent(spank_t sp)
 		    job, step);
 }
 
+/* The CPUs a task is bound to, as a Linux list ("0-3,8") in buf; "" when
+ * unknown or too long for one protocol line (the agent then reads the
+ * task's affinity itself). */
+static void task_cpulist(pid_t pid, char *buf, size_t len)
+{
+	cpu_set_t set;
+	size_t used = 0;
+	int first = -1;
+
+	buf[0] = '\0';
+	if (sched_getaffinity(pid, sizeof(set), &set) < 0)
+		return;
+	for (int c = 0; c <= CPU_SETSIZE; c++) {
+		int in = c < CPU_SETSIZE && CPU_ISSET(c, &set);
+		int n;
+
+		if (in && first < 0)
+			first = c;
+		if (in || first < 0)
+			continue;
+		n = first == c - 1 ?
+			snprintf(buf + used, len - used, "%s%d",
+				 used ? "," : "", first) :
+			snprintf(buf + used, len - used, "%s%d-%d",
+				 used ? "," : "", first, c - 1);
+		if (n < 0 || (size_t)n >= len - used) {
+			buf[0] = '\0';
+			return;
+		}
+		used += (size_t)n;
+		first = -1;
+	}
+}
+
 /* slurmstepd, as root, after each task's fork: its CPU binding is final
- * here (platform.md), so this is where the agent learns about it. */
+ * here (platform.md), so this is where the agent learns about it.  The
+ * agent is told the binding too: read later, an MPI rank's mask can be
+ * one it takes briefly inside MPI_Init. */
 int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 {
 	pid_t pid = 0;
 	uint32_t rank = 0;
-	char line[64];
+	char cpus[900], line[sizeof(cpus) + 64];
 
 	if (ctx.disabled || effective_mode()->mode == CM_MODE_OFF)
 		return 0;
@@ -200,7 +238,9 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 	if (spank_get_item(sp, S_TASK_PID, &pid) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS)
 		return 0;
-	snprintf(line, sizeof(line), "task %d %u", (int)pid, rank);
+	task_cpulist(pid, cpus, sizeof(cpus));
+	snprintf(line, sizeof(line), "task %d %u%s%s", (int)pid, rank,
+		 cpus[0] ? " " : "", cpus);
 	if (cm_agent_send(&ctx.agent, line) < 0) {
 		slurm_error("commap: agent (pid %d) is not listening: %s; the "
 			    "step runs without commap", (int)ctx.agent.pid,

@@ -82,7 +82,7 @@ write_conf() {
 	# RealMemory cut a little so slurmd never reports less than configured.
 	mem=$(echo "$node" | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p')
 	node=$(echo "$node" | sed "s/RealMemory=[0-9]*/RealMemory=$((mem * 95 / 100))/")
-	mkdir -p "$conf_dir" "$dir"/{state,spool,log,run}
+	mkdir -p "$conf_dir" "$dir"/{state,spool,log,run,tmp}
 	if [ "$cgroup" = yes ]; then
 		plugins="ProctrackType=proctrack/cgroup
 TaskPlugin=task/cgroup,task/affinity"
@@ -114,6 +114,10 @@ SlurmctldPidFile=$dir/run/slurmctld.pid
 SlurmdPidFile=$dir/run/slurmd.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd.log
+# mpi/pmix makes TmpFS/spmix_appdir_UID_JOB.STEP: two clusters on one
+# machine (tests beside the demo) both run job 1 step 0, so each needs
+# its own, or one step's launch fails ("task 0 launch failed").
+TmpFS=$dir/tmp
 SlurmctldDebug=info
 SlurmdDebug=info
 PlugStackConfig=$conf_dir/plugstack.conf

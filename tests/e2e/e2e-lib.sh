@@ -20,6 +20,31 @@ diag() { echo "# $*"; }
 done_testing() { echo "1..$tap_n"; [ "$tap_failed" -eq 0 ]; }
 skip_all() { echo "1..0 # SKIP $*"; exit 0; }
 
+# free_port_pair BASE: the first P in BASE, BASE+100, ... with P and P+1
+# both free on 127.0.0.1, so the same test of another build tree (or a
+# demo cluster) running at the same time does not take the cluster's ports.
+free_port_pair() {
+	python3 - "$1" <<'PY'
+import socket, sys
+def free(p):
+    s = socket.socket()
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("0.0.0.0", p))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+base = int(sys.argv[1])
+for p in range(base, 60000, 100):
+    if free(p) and free(p + 1):
+        print(p)
+        sys.exit(0)
+sys.exit(1)
+PY
+}
+
 e2e_require_cluster() {
 	[ "$(id -u)" -eq 0 ] || skip_all "needs root to run a Slurm cluster"
 	command -v slurmctld >/dev/null && command -v srun >/dev/null ||
@@ -36,8 +61,13 @@ e2e_cluster_start() {
 	export COMMAP_CLUSTER_DIR=$E2E_DIR/var
 	export SLURM_CONF_DIR=$E2E_DIR/etc
 	export SLURM_CONF=$SLURM_CONF_DIR/slurm.conf
-	export COMMAP_SLURMCTLD_PORT=${COMMAP_SLURMCTLD_PORT:-16817}
-	export COMMAP_SLURMD_PORT=${COMMAP_SLURMD_PORT:-16818}
+	if [ -z "${COMMAP_SLURMCTLD_PORT:-}" ]; then
+		COMMAP_SLURMCTLD_PORT=$(free_port_pair 16817) ||
+			COMMAP_SLURMCTLD_PORT=16817
+		COMMAP_SLURMD_PORT=$((COMMAP_SLURMCTLD_PORT + 1))
+	fi
+	export COMMAP_SLURMCTLD_PORT
+	export COMMAP_SLURMD_PORT=${COMMAP_SLURMD_PORT:-$((COMMAP_SLURMCTLD_PORT + 1))}
 	mkdir -p "$SLURM_CONF_DIR"
 	e2e_plugstack "$@"
 	trap e2e_cluster_stop EXIT

@@ -1,9 +1,31 @@
 # End-to-end tests: a real Slurm cluster started by the tests themselves
 # (tests/e2e/e2e-lib.sh); skipped with a reason when not root or Slurm is
-# missing.
+# missing.  t0520 and up run the real agent and the workloads
+# (tests/e2e/e2e-agent-lib.sh), each cluster on its own ports; t0500 and
+# t0510 share the default ports 16817/16818, so they are kept apart in
+# this list (make -j2 check starts neighbours together).
 E2E_TESTS = \
 	tests/e2e/t0500-spank-plugin.sh \
-	tests/e2e/t0510-agent.sh
+	tests/e2e/t0520-threads-pairs.sh \
+	tests/e2e/t0530-mpi-ranks.sh \
+	tests/e2e/t0510-agent.sh \
+	tests/e2e/t0540-sbatch-mpirun.sh \
+	tests/e2e/t0550-agent-failures.sh \
+	tests/e2e/t0560-two-steps.sh
 TESTS += $(E2E_TESTS)
 EXTRA_DIST += $(E2E_TESTS) tests/e2e/e2e-lib.sh \
-	tests/e2e/recording-agent.sh tests/e2e/stuck-agent.sh
+	tests/e2e/recording-agent.sh tests/e2e/stuck-agent.sh \
+	tests/e2e/e2e-agent-lib.sh tests/e2e/result-check
+
+# The plugin's cost at step launch: run by hand (docs/PERFORMANCE.md,
+# "SPANK plugin"), never by make check: run-launch.sh times srun on a
+# private cluster; tests/bench/spank/launch (built by make check) times the
+# plugin's agent start alone.
+EXTRA_DIST += tests/bench/spank/run-launch.sh tests/bench/spank/null-agent.sh
+
+# tests/bench/spank/launch: the time the plugin's agent start holds
+# slurmstepd (cm_agent_launch + one task line), without Slurm.
+check_PROGRAMS += tests/bench/spank/launch
+tests_bench_spank_launch_SOURCES = tests/bench/spank/bench_launch.c \
+	spank/agent_launch.c spank/agent_launch.h lib/error.c
+tests_bench_spank_launch_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/spank

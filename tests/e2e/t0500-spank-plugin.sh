@@ -38,8 +38,8 @@ ok $? "agent arguments carry mode, job, step, slurmstepd pid"
 lines=$(cat "$spool"/record.*.lines)
 for rank in 0 1; do
 	pid=$(cat "$spool/task.$rank")
-	echo "$lines" | grep -qx "task $pid $rank"
-	ok $? "agent told 'task $pid $rank'"
+	echo "$lines" | grep -Eqx "task $pid $rank [0-9][0-9,-]*"
+	ok $? "agent told 'task $pid $rank CPULIST'"
 done
 stepd=$(echo "$args" | sed -n 's/.*--stepd-pid \([0-9]*\).*/\1/p')
 ppid=$(echo "$args" | sed -n 's/^pid [0-9]* ppid \([0-9]*\)$/\1/p')
