@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# Detection overhead (docs/PERFORMANCE.md, "Detection overhead").
+#
+#   bash tests/bench/detect/run-detect.sh [--builddir DIR] [--reps N]
+#        [--periods "250 1000 2500"] [--scale K] [--pin] [--stand-in]
+#
+# For a compute-bound workload (2 threads of register arithmetic) and a
+# sharing-heavy one (a producer/consumer pair over a 256 KiB buffer), both
+# from tests/workloads with a fixed amount of work (about 0.5 s and 1 s on
+# 2 idle cores; --scale K multiplies it), and for each sampling
+# period (µs of thread CPU time), runs the application alone and under the
+# detector, interleaved (alone, detected, alone, detected, ...), --reps
+# times each (default 5).  The application times itself (elapsed_s, from
+# its start barrier to its end), so start-up of the tool is not counted.
+# Prints a Markdown table: medians, ratio detected/alone of the elapsed
+# time and of the application's own CPU time (user + system: it includes
+# the sampling interrupts and is much less disturbed than elapsed time by
+# other jobs on a shared machine), the tool's CPU time, its peak resident
+# memory, samples per second and the share decoded to a data address.
+#
+# The detector is `commap run --mode dynamic --period-us P` when commap run
+# works, as a dry run on a synthetic copy of this machine ("pack:1 core:N
+# pu:1", N = online CPUs): detection and mapping, no pinning, so the ratio
+# is the cost of watching, not the effect of placement (on a shared 2-core
+# VM pinning mostly measures the neighbours); --pin lets it pin for real; otherwise, or with --stand-in, `perf record -e cpu-clock:u -c P
+# --user-regs=...` (the same samples the agent asks the kernel for, written
+# to a file instead of decoded) and the table says so.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../../.." && pwd)
+builddir="$top/build-bench"
+reps=5
+periods="250 1000 2500"
+standin=0
+pin=0
+scale=1
+while [ $# -gt 0 ]; do
+	case $1 in
+	--builddir) builddir=$(cd "$2" && pwd); shift 2 ;;
+	--reps) reps=$2; shift 2 ;;
+	--periods) periods=$2; shift 2 ;;
+	--stand-in) standin=1; shift ;;
+	--pin) pin=1; shift ;;
+	--scale) scale=$2; shift 2 ;;
+	*) echo "run-detect.sh: unknown option '$1'" >&2; exit 2 ;;
+	esac
+done
+
+if [ ! -f "$builddir/Makefile" ]; then
+	[ -x "$top/configure" ] || (cd "$top" && ./autogen.sh >/dev/null)
+	mkdir -p "$builddir"
+	(cd "$builddir" && "$top/configure" -q)
+fi
+if grep -q '^SAN_CFLAGS = -fsanitize' "$builddir/Makefile"; then
+	echo "run-detect.sh: $builddir is a sanitizer build; use another --builddir" >&2
+	exit 2
+fi
+make -C "$builddir" -j2 tests/workloads/wl-threads >/dev/null
+make -C "$builddir" -j2 cli/commap >/dev/null 2>&1 || true
+wl="$builddir/tests/workloads/wl-threads"
+commap="$builddir/cli/commap"
+T=$(mktemp -d "${TMPDIR:-/tmp}/commap-detect.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+
+tool=perf
+if [ "$standin" -eq 0 ] && [ -x "$commap" ] &&
+	"$commap" run --output "$T/probe.json" -- true >/dev/null 2>&1 &&
+	[ -s "$T/probe.json" ]; then
+	tool=agent
+fi
+dry=(--topology "pack:1 core:$(nproc) pu:1")
+[ "$pin" -eq 1 ] && dry=()
+regs=ax,bx,cx,dx,si,di,bp,sp,ip,r8,r9,r10,r11,r12,r13,r14,r15
+
+# Descendants of a pid (children, grandchildren, ...).
+descendants() {
+	local c
+	for c in $(pgrep -P "$1" 2>/dev/null); do
+		echo "$c"
+		descendants "$c"
+	done
+}
+
+# Peak VmHWM (KiB) of the tool: the descendants of PID that are not the
+# application nor /usr/bin/time, polled every 50 ms until PID ends.
+watch_peak() {
+	local pid=$1 peak=0 v p
+	while kill -0 "$pid" 2>/dev/null; do
+		for p in $(descendants "$pid"); do
+			case $(cat "/proc/$p/comm" 2>/dev/null) in
+			wl-threads|time|"") continue ;;
+			esac
+			v=$(awk '/^VmHWM/ {print $2}' "/proc/$p/status" 2>/dev/null || true)
+			[ -n "$v" ] && [ "$v" -gt "$peak" ] && peak=$v
+		done
+		sleep 0.05
+	done
+	echo "$peak"
+}
+
+# detected PERIOD_US OUT [--peak] -- APP...: run APP under the detector;
+# appends "elapsed app_cpu total_cpu peak_kib samples decoded agent_cpu"
+# to OUT, where
+# total_cpu is tool + application (from /usr/bin/time).
+detected() {
+	local period=$1 outf=$2 pid peak=-1 samples app watch=0
+	shift 2
+	[ "$1" = --peak ] && { watch=1; shift; }
+	shift
+	if [ "$tool" = agent ]; then
+		/usr/bin/time -f "%U %S" -o "$T/time" \
+			"$commap" run --quiet --mode dynamic \
+			--period-us "$period" "${dry[@]}" \
+			--output "$T/r.json" -- "$@" >"$T/app" 2>"$T/tool" &
+	else
+		/usr/bin/time -f "%U %S" -o "$T/time" \
+			perf record -q -e cpu-clock:u -c $((period * 1000)) \
+			--user-regs=$regs -o "$T/perf.data" -- "$@" \
+			>"$T/app" 2>"$T/tool" &
+	fi
+	pid=$!
+	# Polling forks ps tools every 50 ms: only in untimed runs.
+	[ "$watch" -eq 1 ] && peak=$(watch_peak "$pid")
+	wait "$pid"
+	app=$(sed -n 's/.*elapsed_s=\([0-9.]*\) cpu_s=\([0-9.]*\).*/\1 \2/p' "$T/app")
+	if [ "$tool" = agent ]; then
+		samples=$(python3 -c 'import json,sys; s = json.load(open(sys.argv[1]))["stats"]; print(s["samples"], s["decoded"], s["agent_cpu_s"])' "$T/r.json")
+	else
+		samples="$(perf report -i "$T/perf.data" --stats 2>/dev/null |
+			awk '/SAMPLE events:/ {print $3; exit}') -1 -1"
+	fi
+	echo "$app $(awk '{print $1 + $2}' "$T/time") $peak $samples" >>"$outf"
+}
+
+declare -A work=(
+	[compute]="--pattern compute --threads 2 --passes $((12000 * scale))"
+	[sharing]="--pattern pairs --threads 2 --passes $((30000 * scale))")
+for w in compute sharing; do
+	for p in $periods; do
+		: >"$T/$w.$p.alone"
+		: >"$T/$w.$p.with"
+	done
+done
+for r in $(seq "$reps"); do
+	for w in compute sharing; do
+		for p in $periods; do
+			# shellcheck disable=SC2086
+			"$wl" ${work[$w]} --report-time |
+				sed -n 's/.*elapsed_s=\([0-9.]*\) cpu_s=\([0-9.]*\).*/\1 \2/p' \
+				>>"$T/$w.$p.alone"
+			# shellcheck disable=SC2086
+			detected "$p" "$T/$w.$p.with" -- "$wl" ${work[$w]} --report-time
+		done
+	done
+done
+# One more, untimed, run per row for the tool's peak memory.
+for w in compute sharing; do
+	for p in $periods; do
+		# shellcheck disable=SC2086
+		detected "$p" "$T/$w.$p.peak" --peak -- "$wl" ${work[$w]} --report-time
+	done
+done
+
+python3 - "$T" "$tool" "$reps" "$periods" "$pin" <<'EOF'
+import statistics as st, sys
+d, tool, reps, periods = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split()
+pin = sys.argv[5] == "1"
+label = ("commap run (agent" + (", pinning)" if pin else ", dry run)")
+         if tool == "agent" else
+         "STAND-IN: perf record -e cpu-clock:u --user-regs (no decoding)")
+print(f"Detector: {label}; {reps} interleaved repetitions; medians.\n")
+print("| workload | period µs | alone s | detected s | ratio | "
+      "app CPU ratio | tool CPU s | tool CPU / app CPU | tool peak RSS MiB | "
+      "samples/s | decoded |")
+print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+for w in ("compute", "sharing"):
+    for p in periods:
+        arows = [l.split() for l in open(f"{d}/{w}.{p}.alone") if l.strip()]
+        alone = [float(r[0]) for r in arows]
+        alonecpu = [float(r[1]) for r in arows]
+        rows = [l.split() for l in open(f"{d}/{w}.{p}.with") if l.strip()]
+        el = [float(r[0]) for r in rows]
+        appcpu = [float(r[1]) for r in rows]
+        peak = [int(l.split()[3]) for l in open(f"{d}/{w}.{p}.peak")]
+        samples = [float(r[4]) for r in rows]
+        totcpu = [float(r[2]) for r in rows]
+        decoded = [float(r[5]) for r in rows]
+        ratio = st.median(el) / st.median(alone)
+        cratio = st.median(appcpu) / st.median(alonecpu)
+        sps = st.median([s / e for s, e in zip(samples, el)])
+        dec = (sum(decoded) / sum(samples) if tool == "agent" and
+               sum(samples) else float("nan"))
+        # The tool's CPU: total (tool + app) minus the app's own.
+        tcpu = st.median([t - a for t, a in zip(totcpu, appcpu)])
+        frac = tcpu / st.median(appcpu) if tcpu == tcpu else float("nan")
+        def f(x, fmt):
+            return "n/a" if x != x else format(x, fmt)
+        print(f"| {w} | {p} | {st.median(alone):.3f} | {st.median(el):.3f} | "
+              f"{ratio:.3f} | {cratio:.3f} | {f(tcpu, '.3f')} | {f(frac, '.3f')} | "
+              f"{max(peak) / 1024:.1f} | {sps:.0f} | "
+              f"{'n/a' if dec != dec else format(dec, '.1%')} |")
+EOF
