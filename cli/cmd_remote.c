@@ -350,6 +350,44 @@ static void print_job_row(const json_t *j)
 	       int_or(j, "migrations", 0));
 }
 
+/* The learned models visible to the caller (GET /v1/models), under the
+ * applications.  Quiet when the service has no models endpoint (an older
+ * service answers 404): the applications are still worth listing. */
+static void print_models(const char *base)
+{
+	struct remote_answer ans;
+	json_t *j, *m;
+	size_t i;
+
+	if (remote_get(base, "/v1/models?limit=100", &ans))
+		return;
+	j = ans.code == 200 ? json_loadb(ans.body, ans.len, 0, NULL) : NULL;
+	remote_answer_free(&ans);
+	if (!j)
+		return;
+	printf("\nlearned models:\n");
+	json_array_foreach(json_object_get(j, "models"), i, m) {
+		const json_t *k = json_object_get(m, "key");
+		const json_t *st = json_object_get(m, "stability");
+		long long runs = int_or(m, "runs", 0);
+		char stab[32] = "stability -";
+
+		if (json_is_number(st))
+			snprintf(stab, sizeof(stab), "stability %.2f",
+				 json_number_value(st));
+		printf("  model %lld  %-12s %-12s \"%s\"  %lld x %lld threads"
+		       "  %lld run%s, %s, updated %s\n",
+		       int_or(m, "id", 0), str_or(m, "app", "-"),
+		       str_or(m, "user", "-"), str_or(k, "argv_shape", "-"),
+		       int_or(k, "ranks", 0), int_or(k, "threads_per_rank", 0),
+		       runs, runs == 1 ? "" : "s", stab,
+		       str_or(m, "updated_at", "-"));
+	}
+	if (!json_array_size(json_object_get(j, "models")))
+		printf("  (none yet)\n");
+	json_decref(j);
+}
+
 static int run_list(const char *cmd, int argc, char *argv[], int jobs)
 {
 	struct remote_args a = { .service = NULL };
@@ -399,6 +437,8 @@ static int run_list(const char *cmd, int argc, char *argv[], int jobs)
 	}
 	if (!json_array_size(list))
 		printf("(no %s)\n", jobs ? "jobs" : "applications");
+	if (!jobs)
+		print_models(base);
 	rv = close_output(&a, stdout, 0);
 out:
 	remote_answer_free(&raw);

@@ -120,6 +120,32 @@ static void text_result_free(struct text_result *r)
 
 /* ---- summary ------------------------------------------------------------- */
 
+/* Whether the run started from a learned model (issue 7; the agent's
+ * "model" field, absent when it did not look for one). */
+static void print_model_used(FILE *out, const json_t *m)
+{
+	const json_t *d = json_object_get(m, "distance");
+	long long runs = (long long)json_integer_value(json_object_get(m,
+								       "runs"));
+
+	if (!m)
+		return;
+	if (!json_is_true(json_object_get(m, "used"))) {
+		const char *why = json_string_value(json_object_get(m,
+								    "reason"));
+
+		fprintf(out, "  model        not used%s%s\n", why ? ": " : "",
+			why ? why : "");
+		return;
+	}
+	fprintf(out, "  model        started from model %lld (%lld run%s)",
+		(long long)json_integer_value(json_object_get(m, "id")), runs,
+		runs == 1 ? "" : "s");
+	if (json_is_number(d))
+		fprintf(out, ", distance %.3f", json_number_value(d));
+	fputc('\n', out);
+}
+
 static void print_identity(FILE *out, const json_t *doc)
 {
 	const json_t *id = json_object_get(doc, "identity");
@@ -147,6 +173,7 @@ static void print_identity(FILE *out, const json_t *doc)
 						json_array_get(argv, i)) : "?");
 		fputc('\n', out);
 	}
+	print_model_used(out, json_object_get(doc, "model"));
 }
 
 

@@ -177,6 +177,25 @@ int cm_render_app_html(FILE *out, const char *app, const json_t *info,
 		       const json_t *jobs, const struct cm_render_opts *opts,
 		       struct cm_error *err);
 
+/* The same page with the application's learned models (docs/service.md,
+ * "Learned models"): models is {"models": [...]} of whole commap-model
+ * documents (GET /v1/models/{id}), or NULL for none; each is drawn by
+ * cm_render_model_html after the summary. */
+int cm_render_app_models_html(FILE *out, const char *app, const json_t *info,
+			      const json_t *jobs, const json_t *models,
+			      const struct cm_render_opts *opts,
+			      struct cm_error *err);
+
+/* One learned model as an HTML <section>: its key (executable hash, ranks,
+ * threads per rank, command-line shape), runs, stability and its recent
+ * history, the topology and mapping of the latest run, and the aggregated
+ * matrix as a heatmap (<svg id="model-heatmap-ID">, ID the model's id).
+ * EINVAL when model is not a commap-model document (the message names
+ * the field). */
+int cm_render_model_html(FILE *out, const json_t *model,
+			 const struct cm_render_opts *opts,
+			 struct cm_error *err);
+
 /* ---- helpers ----------------------------------------------------------- */
 
 /* Write s escaped for HTML text and attribute values (& < > " ' become

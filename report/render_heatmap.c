@@ -137,7 +137,7 @@ static int label_step(int n, int max)
 	return step < 1 ? 1 : step;
 }
 
-static void heat_style(FILE *out, int suffix)
+static void heat_style(FILE *out, const char *kind, int suffix)
 {
 	char c[8];
 	int i;
@@ -146,9 +146,10 @@ static void heat_style(FILE *out, int suffix)
 	for (i = 0; i < NCOLOURS; i++) {
 		colour_of(i, c);
 		if (suffix >= 0)
-			fprintf(out, "#heatmap-%d .h%d{fill:%s}", suffix, i, c);
+			fprintf(out, "#%s-%d .h%d{fill:%s}", kind, suffix, i,
+				c);
 		else
-			fprintf(out, "#heatmap .h%d{fill:%s}", i, c);
+			fprintf(out, "#%s .h%d{fill:%s}", kind, i, c);
 	}
 	fputs("</style>\n", out);
 }
@@ -242,15 +243,20 @@ static void heat_labels(FILE *out, const struct heat *h,
 	fputs("</g>\n", out);
 }
 
-static void heat_legend(FILE *out, const struct heat *h, int suffix)
+/* The unit: events on a job's matrix; a learned model's weights are
+ * normalised (the largest is 1). */
+static void heat_legend(FILE *out, const struct heat *h, const char *kind,
+			int suffix)
 {
+	const char *unit = strcmp(kind, "heatmap") == 0 ? "events" : "weight";
+
 	int x = MARGIN_LEFT + h->g * h->cell + 24, y = MARGIN_TOP, i;
 	int bar = 256, step = bar / NCOLOURS;
 
 	fprintf(out, "<g class=\"legend\" transform=\"translate(%d,%d)\">\n",
 		x, y);
-	fprintf(out, "<text x=\"0\" y=\"-8\">%s</text>\n",
-		h->log ? "events (log scale)" : "events");
+	fprintf(out, "<text x=\"0\" y=\"-8\">%s%s</text>\n", unit,
+		h->log ? " (log scale)" : "");
 	for (i = 0; i < NCOLOURS; i++)
 		fprintf(out, "<rect class=\"h%d\" x=\"0\" y=\"%d\" "
 			"width=\"16\" height=\"%d\"/>", NCOLOURS - 1 - i, i * step, step);
@@ -274,6 +280,13 @@ static void heat_legend(FILE *out, const struct heat *h, int suffix)
 int rd_heatmap(FILE *out, const struct cm_report *r,
 	       const struct cm_render_opts *opts, int standalone, int suffix)
 {
+	return rd_heatmap_kind(out, r, opts, standalone, suffix, "heatmap");
+}
+
+int rd_heatmap_kind(FILE *out, const struct cm_report *r,
+		    const struct cm_render_opts *opts, int standalone,
+		    int suffix, const char *kind)
+{
 	struct heat h = { 0 };
 	int max_labels = opts && opts->max_labels > 0 ? opts->max_labels :
 			 RD_MAX_LABELS;
@@ -288,8 +301,8 @@ int rd_heatmap(FILE *out, const struct cm_report *r,
 	snprintf(title, sizeof(title),
 		 "Communication matrix, %d threads, %d pairs", r->nthreads,
 		 r->nedges);
-	rd_svg_open(out, "heatmap", suffix, standalone, w, ht, title);
-	heat_style(out, suffix);
+	rd_svg_open(out, kind, suffix, standalone, w, ht, title);
+	heat_style(out, kind, suffix);
 	if (h.n == 0 || h.hi == 0) {
 		fprintf(out, "<text x=\"%d\" y=\"%d\">%s</text>\n",
 			MARGIN_LEFT, MARGIN_TOP + 20, h.n == 0 ?
@@ -300,7 +313,7 @@ int rd_heatmap(FILE *out, const struct cm_report *r,
 		heat_rank_lines(out, &h, r);
 		heat_labels(out, &h, r, max_labels);
 	}
-	heat_legend(out, &h, suffix);
+	heat_legend(out, &h, kind, suffix);
 	fputs("</svg>\n", out);
 	free(h.v);
 	return 0;

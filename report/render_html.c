@@ -134,6 +134,32 @@ static const char *basename_of(const char *path)
 
 /* ---- the job page ------------------------------------------------------ */
 
+/* Whether the run started from a learned model (the agent's "model"
+ * field; absent: it did not look for one). */
+static void model_used(FILE *out, const json_t *m)
+{
+	const json_t *d = json_object_get(m, "distance");
+	json_int_t runs = json_integer_value(json_object_get(m, "runs"));
+
+	fputs("<tr><th>learned model</th><td>", out);
+	if (json_is_true(json_object_get(m, "used"))) {
+		fprintf(out, "started from model %lld (%lld run%s)",
+			(long long)json_integer_value(json_object_get(m, "id")),
+			(long long)runs, runs == 1 ? "" : "s");
+		if (json_is_number(d))
+			fprintf(out, ", distance %.3f", json_number_value(d));
+	} else if (m) {
+		fputs("not used", out);
+		if (jstr(m, "reason")) {
+			fputs(": ", out);
+			esc(out, jstr(m, "reason"));
+		}
+	} else {
+		fputs("none", out);
+	}
+	fputs("</td></tr>\n", out);
+}
+
 static void identity_table(FILE *out, const struct cm_report *r,
 			   const json_t *row)
 {
@@ -167,6 +193,7 @@ static void identity_table(FILE *out, const struct cm_report *r,
 		fputs("</code></td></tr>\n", out);
 	}
 	kv(out, "mode", r->mode);
+	model_used(out, json_object_get(r->doc, "model"));
 	kv(out, "detection backend", r->backend);
 	kv(out, "started", r->started_at);
 	kv(out, "ended", r->ended_at);
@@ -507,6 +534,34 @@ int cm_render_app_html(FILE *out, const char *app, const json_t *info,
 		       const json_t *jobs, const struct cm_render_opts *o,
 		       struct cm_error *err)
 {
+	return cm_render_app_models_html(out, app, info, jobs, NULL, o, err);
+}
+
+/* The learned models of the application (issue 7), newest first. */
+static int app_models(FILE *out, const json_t *models,
+		      const struct cm_render_opts *o, struct cm_error *err)
+{
+	const json_t *arr = json_object_get(models, "models"), *m;
+	size_t i;
+
+	if (!models)
+		return 0;
+	fputs("<h2>Learned models</h2>\n", out);
+	if (json_array_size(arr) == 0)
+		fputs("<p class=\"muted\">No model yet: runs with an executable"
+		      " hash (the agent's identity.exe_hash) make one.</p>\n",
+		      out);
+	json_array_foreach(arr, i, m)
+		if (cm_render_model_html(out, m, o, err) < 0)
+			return -1;
+	return 0;
+}
+
+int cm_render_app_models_html(FILE *out, const char *app, const json_t *info,
+			      const json_t *jobs, const json_t *models,
+			      const struct cm_render_opts *o,
+			      struct cm_error *err)
+{
 	const json_t *arr = json_object_get(jobs, "jobs");
 
 	if (!json_is_array(arr))
@@ -523,6 +578,8 @@ int cm_render_app_html(FILE *out, const char *app, const json_t *info,
 							     "max_threads"));
 		fputs("</table>\n", out);
 	}
+	if (app_models(out, models, o, err) < 0)
+		return -1;
 	fputs("<h2>Runs</h2>\n", out);
 	jobs_table(out, arr, o);
 	page_foot(out, o);

@@ -11,6 +11,10 @@
  * ones have none (suffix < 0). */
 int rd_heatmap(FILE *out, const struct cm_report *r,
 	       const struct cm_render_opts *opts, int standalone, int suffix);
+/* The same with another id and class stem ("model-heatmap-7"). */
+int rd_heatmap_kind(FILE *out, const struct cm_report *r,
+		    const struct cm_render_opts *opts, int standalone,
+		    int suffix, const char *kind);
 int rd_topology(FILE *out, const struct cm_report *r,
 		const struct cm_render_opts *opts, int standalone, int suffix);
 int rd_migrations(FILE *out, const struct cm_report *r,

@@ -3,7 +3,8 @@
 # found (HAVE_SERVICE).  The numbered migrations in sql/ are compiled into
 # the binary by service/embed-sql.sh.  The config parser and the result
 # validator are pure and unit-tested (and fuzzed) always.
-SERVICE_SQL = sql/0001_init.sql
+SERVICE_SQL = sql/0001_init.sql sql/0002_models.sql sql/0003_jobs_index.sql \
+	sql/0004_model_queue.sql
 EXTRA_DIST += $(SERVICE_SQL) service/embed-sql.sh docs/service.md
 SERVICE_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) -I$(top_srcdir)/service \
 	-I$(top_builddir)/service
@@ -21,7 +22,8 @@ SERVICE_CORE = \
 # ---- unit tests that need only jansson --------------------------------------
 SERVICE_UNIT_TESTS = \
 	tests/service/test_svc_config.t \
-	tests/service/test_result_validate.t
+	tests/service/test_result_validate.t \
+	tests/service/test_svc_models.t
 check_PROGRAMS += $(SERVICE_UNIT_TESTS)
 TESTS += $(SERVICE_UNIT_TESTS)
 SERVICE_TEST_CFLAGS = $(SERVICE_CFLAGS) -I$(top_srcdir)/tests/unit
@@ -34,6 +36,12 @@ tests_service_test_result_validate_t_SOURCES = \
 tests_service_test_result_validate_t_CFLAGS = $(SERVICE_TEST_CFLAGS)
 tests_service_test_result_validate_t_LDADD = lib/libcommap.la \
 	$(JANSSON_LIBS) -lm
+# Learned models: the aggregation is pure (svc_model_merge.c).
+tests_service_test_svc_models_t_SOURCES = tests/service/test_svc_models.c \
+	service/svc_model_merge.c service/result_validate.c
+tests_service_test_svc_models_t_CFLAGS = $(SERVICE_TEST_CFLAGS)
+tests_service_test_svc_models_t_LDADD = lib/libcommap.la \
+	$(JANSSON_LIBS) -lm
 
 if HAVE_SERVICE
 sbin_PROGRAMS += service/commap-service
@@ -45,7 +53,9 @@ service_commap_service_SOURCES = $(SERVICE_CORE) \
 	service/svc_metrics.h service/svc_metrics.c \
 	service/svc_api.h service/svc_api.c \
 	service/svc_http.h service/svc_http.c \
-	service/svc_web.h service/svc_web.c
+	service/svc_web.h service/svc_web.c \
+	service/svc_models.h service/svc_models.c service/svc_model_merge.c \
+	service/svc_model_worker.c
 nodist_service_commap_service_SOURCES = service/sql_migrations.c
 service_commap_service_CFLAGS = $(SERVICE_CFLAGS) $(MHD_CFLAGS) \
 	$(SQLITE_CFLAGS) $(MUNGE_CFLAGS) -pthread
@@ -71,7 +81,8 @@ SERVICE_INTEGRATION_TESTS = \
 	tests/service/t0600-service-api.sh \
 	tests/service/t0610-service-kill.sh \
 	tests/service/t0620-web.sh \
-	tests/service/t0630-chromium.sh
+	tests/service/t0630-chromium.sh \
+	tests/service/t0660-models.sh
 TESTS += $(SERVICE_INTEGRATION_TESTS)
 
 # Benchmark (built by make check, run by hand: docs/PERFORMANCE.md,
@@ -87,7 +98,8 @@ EXTRA_DIST += tests/service/t0600-service-api.sh \
 	tests/service/t0610-service-kill.sh tests/service/service-lib.sh \
 	tests/service/upload-stream.py \
 	tests/service/t0620-web.sh tests/service/t0630-chromium.sh \
-	tests/service/web-check.py tests/bench/service/run-service.sh
+	tests/service/web-check.py tests/bench/service/run-service.sh \
+	tests/service/t0660-models.sh
 
 # Fuzz target for the upload parser (tests/fuzz/standalone_driver.c runs it
 # over tests/fuzz/corpus/result_upload/ plus mutations in make check;

@@ -1,7 +1,8 @@
 /* main.c: commap-service, the central store of agent results
  * (docs/service.md).  Startup order matters: configuration, database
  * migrations and the role setup are checked before detaching, so a bad
- * setup fails loudly on the terminal; threads start only after the fork. */
+ * setup fails loudly on the terminal; threads (HTTP workers, the learned
+ * models' worker) start only after the fork. */
 #include "config.h"
 
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include "svc_db.h"
 #include "svc_http.h"
 #include "svc_log.h"
+#include "svc_models.h"
 
 #define DEFAULT_CONFIG SYSCONFDIR "/commap/service.conf"
 
@@ -136,6 +138,7 @@ static int serve(const struct svc_config *c, struct cm_error *err)
 	struct svc_db_pool *pool = NULL;
 	struct svc_auth *auth = NULL;
 	struct svc_http *http = NULL;
+	struct svc_model_worker *models = NULL;
 	sigset_t set;
 	int sig = 0, rv = -1;
 
@@ -143,8 +146,13 @@ static int serve(const struct svc_config *c, struct cm_error *err)
 	auth = svc_auth_new(c, err);
 	if (!auth)
 		goto out;
-	pool = svc_db_pool_open(c->database, c->threads, c->sync_full, err);
+	/* One connection more than HTTP threads: the model worker's. */
+	pool = svc_db_pool_open(c->database, c->threads + 1, c->sync_full,
+				err);
 	if (!pool)
+		goto out;
+	models = svc_model_worker_start(pool, err);
+	if (!models)
 		goto out;
 	http = svc_http_start(c, pool, auth, err);
 	if (!http)
@@ -165,6 +173,9 @@ out:
 	/* Stopping the server joins its threads: in-flight requests end
 	 * (their transactions commit or roll back) before the pool closes. */
 	svc_http_stop(http);
+	/* Then the model worker: its batch in progress commits, the rest
+	 * stays queued in the database for the next start. */
+	svc_model_worker_stop(models);
 	svc_db_pool_close(pool);
 	svc_auth_free(auth);
 	return rv;

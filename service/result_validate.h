@@ -5,6 +5,12 @@
  * and the fuzz target (tests/fuzz/fuzz_result_upload.c) share them.  Every
  * error names the offending field as a path, e.g.
  * "edges[3][2]: weight is negative".
+ *
+ * The service's upload path uses svc_result_check: one pass of a strict
+ * JSON parser (as strict as jansson with JSON_REJECT_DUPLICATES) into an
+ * arena, then the validation, without building jansson values; the body
+ * is then stored as received.  svc_result_parse and svc_result_validate
+ * run the same parser and validator for callers that want a json_t.
  */
 #ifndef COMMAP_RESULT_VALIDATE_H
 #define COMMAP_RESULT_VALIDATE_H
@@ -44,6 +50,19 @@ struct svc_result_ident {
 	double final_cost;	/* cost of the last timeline entry, or -1 */
 };
 
+/* A body parsed by svc_result_check: the strings of its ident. */
+struct svc_result_parsed;
+
+/* Parse len bytes of JSON (at most max_len) and validate them without
+ * jansson.  On success *parsed holds the parse (svc_result_parsed_free
+ * it; id's strings point into it) and the body, unchanged, is a valid
+ * JSON text that jansson reads back; on failure *parsed is NULL and err
+ * says "body: ..." or "PATH: ...". */
+int svc_result_check(const void *body, size_t len, size_t max_len,
+		     struct svc_result_parsed **parsed,
+		     struct svc_result_ident *id, struct cm_error *err);
+void svc_result_parsed_free(struct svc_result_parsed *parsed);
+
 /* Validate a parsed document.  0 on success (id filled when not NULL);
  * -1 with EINVAL and "PATH: problem" in err. */
 int svc_result_validate(const json_t *doc, struct svc_result_ident *id,
@@ -55,6 +74,12 @@ int svc_result_validate(const json_t *doc, struct svc_result_ident *id,
 int svc_result_parse(const void *body, size_t len, size_t max_len,
 		     json_t **doc, struct svc_result_ident *id,
 		     struct cm_error *err);
+
+/* Are two stored or uploaded documents the same result?  Equal bytes, or
+ * equal canonical forms (compact, sorted keys: key order and spacing do
+ * not matter).  1 same, 0 different, -1 (ENOMEM or unparsable). */
+int svc_result_same(const char *a, size_t a_len, const char *b,
+		    size_t b_len);
 
 /* 1 if s is "YYYY-MM-DDTHH:MM:SS[.frac]Z" with fields in range; when out
  * is not NULL it receives the 20-character form without the fraction. */

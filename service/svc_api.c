@@ -10,6 +10,7 @@
 #include "svc_api.h"
 #include "svc_log.h"
 #include "svc_metrics.h"
+#include "svc_models.h"
 
 #define LIST_LIMIT_DEFAULT 100
 #define LIST_LIMIT_MAX 1000
@@ -92,16 +93,19 @@ static int upload_id_valid(const char *s)
 	return 1;
 }
 
+/* The body is parsed and validated in one pass without jansson values
+ * (svc_result_check) and stored as received: no canonical re-dump.  A
+ * retry is recognised by comparing canonical forms only when a result of
+ * the same identity exists (svc_db_store_text). */
 static void post_result(const struct svc_api *api,
 			const struct svc_api_request *rq,
 			struct svc_api_response *rs)
 {
+	struct svc_result_parsed *parsed;
 	struct svc_result_ident id;
 	struct cm_error e = { "" };
 	enum svc_store_outcome outcome;
 	struct svc_db *db;
-	json_t *doc;
-	char *canon;
 	int64_t row = 0;
 	int rc;
 
@@ -116,23 +120,20 @@ static void post_result(const struct svc_api *api,
 			      UPLOAD_ID_MAX);
 		return;
 	}
-	if (svc_result_parse(rq->body, rq->body_len, api->config->max_body,
-			     &doc, &id, &e) < 0) {
-		svc_api_error(rs, 400, "%s", e.text);
-		return;
-	}
-	/* Sorted keys: a retried upload compares equal byte for byte. */
-	canon = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
-	if (!canon) {
-		json_decref(doc);
-		svc_api_error(rs, 500, "out of memory");
+	if (svc_result_check(rq->body, rq->body_len, api->config->max_body,
+			     &parsed, &id, &e) < 0) {
+		svc_api_error(rs, errno == ENOMEM ? 500 : 400, "%s", e.text);
 		return;
 	}
 	db = svc_db_pool_get(api->pool);
-	rc = svc_db_store(db, &id, rq->upload_id, rq->caller->uid, canon, &row,
-			  &outcome, &e);
+	rc = svc_db_store_text(db, &id, rq->upload_id, rq->caller->uid,
+			       rq->body, rq->body_len, &row, &outcome, &e);
 	svc_db_pool_put(api->pool, db);
-	free(canon);
+	/* The result was queued for its model in the same transaction
+	 * (sql/0004): this only counts it and wakes the models' worker. */
+	if (rc == 0 && outcome == SVC_STORE_NEW)
+		svc_models_after_upload(&id, row);
+	svc_result_parsed_free(parsed);
 	if (rc < 0) {
 		db_failure(rs, &e);
 	} else if (outcome == SVC_STORE_CONFLICT) {
@@ -145,7 +146,6 @@ static void post_result(const struct svc_api *api,
 				       "status", outcome == SVC_STORE_NEW ?
 				       "stored" : "duplicate"));
 	}
-	json_decref(doc);
 }
 
 static const char *query_get(const struct svc_api_request *rq,
@@ -372,7 +372,19 @@ static void healthz(const struct svc_api *api, struct svc_api_response *rs)
 
 static void metrics(const struct svc_api *api, struct svc_api_response *rs)
 {
+	char *models = svc_models_metrics();
+	size_t n = models ? strlen(models) : 0;
+	char *body;
+
 	rs->body = svc_metrics_render(api->config->database, &rs->body_len);
+	body = rs->body && models ? realloc(rs->body, rs->body_len + n + 1) :
+	       NULL;
+	if (body) {	/* the learned models' backlog (svc_models.c) */
+		memcpy(body + rs->body_len, models, n + 1);
+		rs->body = body;
+		rs->body_len += n;
+	}
+	free(models);
 	if (!rs->body) {
 		svc_api_error(rs, 500, "out of memory");
 		return;
@@ -418,6 +430,9 @@ void svc_api_handle(const struct svc_api *api,
 	} else if (strncmp(p, "/v1/jobs/", 9) == 0) {
 		if (method_is(rq, "GET", rs))
 			get_job(api, rq, p + 9, rs);
+	} else if (strcmp(p, "/v1/models") == 0 ||
+		   strncmp(p, "/v1/models/", 11) == 0) {
+		svc_models_handle(api, rq, p + 10, rs);
 	} else if (strcmp(p, "/v1/apps") == 0) {
 		if (method_is(rq, "GET", rs))
 			list_apps(api, rq, rs);

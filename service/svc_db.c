@@ -42,23 +42,37 @@ static const char SQL_INSERT[] =
 	" strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?20)";
 
 /* Jobs: a Slurm job groups its steps and nodes; a result outside Slurm
- * (job NULL) is a job of its own. */
+ * (job NULL) is a job of its own.  Filters apply to results; a job is
+ * listed at its first-started visible result, newest first.  "firsts"
+ * walks the results by started_at (an index) and keeps those with no
+ * earlier visible result of the same job (one probe of
+ * results_job_started, 0003), so only LIMIT jobs are read and grouped,
+ * however many are stored; each is then summed over its visible results. */
+#define VISIBLE(r) \
+	" (?1 IS NULL OR " r ".uid = ?1) AND (?2 IS NULL OR " r ".user = ?2)" \
+	" AND (?3 IS NULL OR " r ".app = ?3 OR " r ".executable = ?3)" \
+	" AND (?4 IS NULL OR " r ".started_at >= ?4)" \
+	" AND (?5 IS NULL OR " r ".started_at < ?5)"
 static const char SQL_LIST_JOBS[] =
-	"SELECT job, user, uid, executable, app,"
-	" MIN(started_at) AS started_at, MAX(ended_at) AS ended_at,"
-	" COUNT(*) AS results, COUNT(DISTINCT step) AS steps,"
-	" COUNT(DISTINCT node) AS nodes, MAX(ranks) AS ranks,"
-	" SUM(threads) AS threads, SUM(migrations) AS migrations,"
-	" group_concat(id) AS result_ids"
-	" FROM results"
-	" WHERE (?1 IS NULL OR uid = ?1)"
-	" AND (?2 IS NULL OR user = ?2)"
-	" AND (?3 IS NULL OR app = ?3 OR executable = ?3)"
-	" AND (?4 IS NULL OR started_at >= ?4)"
-	" AND (?5 IS NULL OR started_at < ?5)"
-	" GROUP BY COALESCE(job, -id)"
-	" ORDER BY MIN(started_at) DESC, MIN(id) DESC"
-	" LIMIT ?6";
+	"WITH firsts AS ("
+	" SELECT r.id AS id, r.job AS job, r.started_at AS started_at"
+	" FROM results r WHERE" VISIBLE("r")
+	" AND (r.job IS NULL OR NOT EXISTS (SELECT 1 FROM results p"
+	"  WHERE p.job = r.job AND (p.started_at, p.id) < (r.started_at, r.id)"
+	"  AND" VISIBLE("p") "))"
+	" ORDER BY r.started_at DESC, r.id DESC LIMIT ?6)"
+	" SELECT r.job AS job, r.user AS user, r.uid AS uid,"
+	" r.executable AS executable, r.app AS app,"
+	" MIN(r.started_at) AS started_at, MAX(r.ended_at) AS ended_at,"
+	" COUNT(*) AS results, COUNT(DISTINCT r.step) AS steps,"
+	" COUNT(DISTINCT r.node) AS nodes, MAX(r.ranks) AS ranks,"
+	" SUM(r.threads) AS threads, SUM(r.migrations) AS migrations,"
+	" group_concat(r.id) AS result_ids"
+	" FROM firsts f JOIN results r"
+	" ON r.id = f.id OR (f.job IS NOT NULL AND r.job = f.job)"
+	" WHERE" VISIBLE("r")
+	" GROUP BY f.id ORDER BY f.started_at DESC, f.id DESC";
+#undef VISIBLE
 static const char SQL_LIST_APPS[] =
 	"SELECT app, executable,"
 	" COUNT(DISTINCT COALESCE(job, -id)) AS jobs, COUNT(*) AS results,"
@@ -323,20 +337,27 @@ static int bind_id_or_null(sqlite3_stmt *st, int i, int64_t v)
 	return sqlite3_bind_int64(st, i, v);
 }
 
-/* Look for a stored result by step/node or by upload id; 1 if found. */
+/* Look for a stored result by step/node or by upload id; 1 if found.  A
+ * retry usually resends the same bytes; otherwise the documents are
+ * compared in canonical form (what earlier versions stored). */
 static int find_existing(struct svc_db *db, sqlite3_stmt *st,
-			 const char *document, int64_t *row_id,
+			 const char *document, size_t len, int64_t *row_id,
 			 enum svc_store_outcome *outcome, struct cm_error *err)
 {
-	int rc = sqlite3_step(st), found = 0;
+	int rc = sqlite3_step(st), found = 0, same;
 
 	if (rc == SQLITE_ROW) {
 		const char *doc = (const char *)sqlite3_column_text(st, 1);
+		size_t n = (size_t)sqlite3_column_bytes(st, 1);
 
 		*row_id = sqlite3_column_int64(st, 0);
-		*outcome = doc && strcmp(doc, document) == 0 ?
-			   SVC_STORE_DUPLICATE : SVC_STORE_CONFLICT;
-		found = 1;
+		same = doc ? svc_result_same(doc, n, document, len) : 0;
+		if (same < 0)
+			found = cm_errorf(err, ENOMEM,
+					  "database: cannot compare documents");
+		else
+			found = 1;
+		*outcome = same > 0 ? SVC_STORE_DUPLICATE : SVC_STORE_CONFLICT;
 	} else if (rc != SQLITE_DONE) {
 		found = db_error(db, err, "find result");
 	}
@@ -347,7 +368,7 @@ static int find_existing(struct svc_db *db, sqlite3_stmt *st,
 
 static int bind_insert(sqlite3_stmt *st, const struct svc_result_ident *id,
 		       const char *upload_id, uint32_t uploader,
-		       const char *document)
+		       const char *document, size_t len)
 {
 	int rc = SQLITE_OK;
 
@@ -373,13 +394,14 @@ static int bind_insert(sqlite3_stmt *st, const struct svc_result_ident *id,
 	else
 		rc |= sqlite3_bind_null(st, 18);
 	rc |= sqlite3_bind_int64(st, 19, uploader);
-	rc |= sqlite3_bind_text(st, 20, document, -1, SQLITE_STATIC);
+	rc |= sqlite3_bind_text64(st, 20, document, len, SQLITE_STATIC,
+				  SQLITE_UTF8);
 	return rc == SQLITE_OK ? 0 : -1;
 }
 
 static int store_locked(struct svc_db *db, const struct svc_result_ident *id,
 			const char *upload_id, uint32_t uploader,
-			const char *document, int64_t *row_id,
+			const char *document, size_t len, int64_t *row_id,
 			enum svc_store_outcome *outcome, struct cm_error *err)
 {
 	sqlite3_stmt *st;
@@ -394,20 +416,22 @@ static int store_locked(struct svc_db *db, const struct svc_result_ident *id,
 		    sqlite3_bind_text(st, 3, id->node, -1, SQLITE_STATIC) !=
 		    SQLITE_OK)
 			goto bind_fail;
-		found = find_existing(db, st, document, row_id, outcome, err);
+		found = find_existing(db, st, document, len, row_id, outcome,
+				      err);
 	}
 	if (!found && upload_id) {
 		st = db->st[ST_FIND_UPLOAD];
 		if (sqlite3_bind_text(st, 1, upload_id, -1, SQLITE_STATIC) !=
 		    SQLITE_OK)
 			goto bind_fail;
-		found = find_existing(db, st, document, row_id, outcome, err);
+		found = find_existing(db, st, document, len, row_id, outcome,
+				      err);
 	}
 	if (found < 0)
 		goto fail;
 	if (!found) {
 		st = db->st[ST_INSERT];
-		if (bind_insert(st, id, upload_id, uploader, document) < 0)
+		if (bind_insert(st, id, upload_id, uploader, document, len) < 0)
 			goto bind_fail;
 		if (step_done(db, st, "insert result", err) < 0)
 			goto fail;
@@ -432,20 +456,29 @@ fail:
 	return -1;
 }
 
-int svc_db_store(struct svc_db *db, const struct svc_result_ident *id,
-		 const char *upload_id, uint32_t uploader_uid,
-		 const char *document, int64_t *row_id,
-		 enum svc_store_outcome *outcome, struct cm_error *err)
+int svc_db_store_text(struct svc_db *db, const struct svc_result_ident *id,
+		      const char *upload_id, uint32_t uploader_uid,
+		      const char *document, size_t len, int64_t *row_id,
+		      enum svc_store_outcome *outcome, struct cm_error *err)
 {
 	int rv;
 
 	if (db->write_lock)
 		pthread_mutex_lock(db->write_lock);
-	rv = store_locked(db, id, upload_id, uploader_uid, document, row_id,
-			  outcome, err);
+	rv = store_locked(db, id, upload_id, uploader_uid, document, len,
+			  row_id, outcome, err);
 	if (db->write_lock)
 		pthread_mutex_unlock(db->write_lock);
 	return rv;
+}
+
+int svc_db_store(struct svc_db *db, const struct svc_result_ident *id,
+		 const char *upload_id, uint32_t uploader_uid,
+		 const char *document, int64_t *row_id,
+		 enum svc_store_outcome *outcome, struct cm_error *err)
+{
+	return svc_db_store_text(db, id, upload_id, uploader_uid, document,
+				 strlen(document), row_id, outcome, err);
 }
 
 static json_t *column_json(sqlite3_stmt *st, int i)
@@ -747,4 +780,40 @@ void svc_db_pool_put(struct svc_db_pool *pool, struct svc_db *db)
 	pool->free_list = db;
 	pthread_cond_signal(&pool->cond);
 	pthread_mutex_unlock(&pool->lock);
+}
+
+sqlite3 *svc_db_conn(struct svc_db *db)
+{
+	return db->conn;
+}
+
+static int write_txn_locked(struct svc_db *db,
+			    int (*fn)(sqlite3 *, void *, struct cm_error *),
+			    void *arg, struct cm_error *err)
+{
+	int saved;
+
+	if (step_done(db, db->st[ST_BEGIN], "begin", err) < 0)
+		return -1;
+	if (fn(db->conn, arg, err) == 0 &&
+	    step_done(db, db->st[ST_COMMIT], "commit", err) == 0)
+		return 0;
+	saved = errno;
+	step_done(db, db->st[ST_ROLLBACK], "rollback", NULL);
+	errno = saved;
+	return -1;
+}
+
+int svc_db_write_txn(struct svc_db *db,
+		     int (*fn)(sqlite3 *, void *, struct cm_error *),
+		     void *arg, struct cm_error *err)
+{
+	int rv;
+
+	if (db->write_lock)
+		pthread_mutex_lock(db->write_lock);
+	rv = write_txn_locked(db, fn, arg, err);
+	if (db->write_lock)
+		pthread_mutex_unlock(db->write_lock);
+	return rv;
 }

@@ -46,8 +46,16 @@ enum svc_store_outcome {
 	SVC_STORE_CONFLICT,	/* same step/node or upload id, other data */
 };
 
-/* Store a validated result (document: its canonical JSON text) in one
- * committed transaction; *row_id is the new or existing row. */
+/* Store a validated result (document: its JSON text, len bytes, kept as
+ * it is) in one committed transaction; *row_id is the new or existing row.
+ * An existing row of the same identity is a duplicate when its document
+ * is the same in canonical form (svc_result_same), else a conflict. */
+int svc_db_store_text(struct svc_db *db, const struct svc_result_ident *id,
+		      const char *upload_id, uint32_t uploader_uid,
+		      const char *document, size_t len, int64_t *row_id,
+		      enum svc_store_outcome *outcome, struct cm_error *err);
+
+/* The same for a NUL-terminated document. */
 int svc_db_store(struct svc_db *db, const struct svc_result_ident *id,
 		 const char *upload_id, uint32_t uploader_uid,
 		 const char *document, int64_t *row_id,
@@ -87,5 +95,17 @@ struct svc_db_pool *svc_db_pool_open(const char *path, unsigned n,
 struct svc_db *svc_db_pool_get(struct svc_db_pool *pool);
 void svc_db_pool_put(struct svc_db_pool *pool, struct svc_db *db);
 void svc_db_pool_close(struct svc_db_pool *pool);
+
+/* For the service's other tables (svc_models.c: learned models).  The
+ * connection, for reads with statements of their own; and a write
+ * transaction: fn(conn, arg, err) runs inside BEGIN IMMEDIATE under the
+ * pool's write lock, committed when it returns 0, rolled back otherwise
+ * (its -1, errno and err are passed on). */
+struct sqlite3;
+struct sqlite3 *svc_db_conn(struct svc_db *db);
+int svc_db_write_txn(struct svc_db *db,
+		     int (*fn)(struct sqlite3 *conn, void *arg,
+			       struct cm_error *err),
+		     void *arg, struct cm_error *err);
 
 #endif

@@ -18,6 +18,13 @@ static atomic_ullong upload_errors_total;
 static atomic_ullong requests_by_code[600];
 static atomic_ullong latency_bucket[N_BOUNDS + 1];	/* last: +Inf */
 static atomic_ullong latency_sum_us;
+static atomic_ullong model_updates, model_errors, model_skipped;
+
+void svc_metrics_model(int outcome)
+{
+	atomic_fetch_add(outcome > 0 ? &model_updates : outcome == 0 ?
+			 &model_skipped : &model_errors, 1);
+}
 
 void svc_metrics_request(unsigned status, double seconds, int is_upload)
 {
@@ -62,6 +69,17 @@ char *svc_metrics_render(const char *db_path, size_t *len)
 		"# TYPE commap_upload_errors_total counter\n"
 		"commap_upload_errors_total %llu\n",
 		atomic_load(&upload_errors_total));
+	fprintf(f, "# HELP commap_model_updates_total Learned models updated by an upload.\n"
+		"# TYPE commap_model_updates_total counter\n"
+		"commap_model_updates_total %llu\n"
+		"# HELP commap_model_update_errors_total Model updates that failed (the upload was stored).\n"
+		"# TYPE commap_model_update_errors_total counter\n"
+		"commap_model_update_errors_total %llu\n"
+		"# HELP commap_model_skipped_total New results that feed no model (no exe_hash, repeated thread identity).\n"
+		"# TYPE commap_model_skipped_total counter\n"
+		"commap_model_skipped_total %llu\n",
+		atomic_load(&model_updates), atomic_load(&model_errors),
+		atomic_load(&model_skipped));
 	fprintf(f, "# HELP commap_http_requests_total Requests by status code.\n"
 		"# TYPE commap_http_requests_total counter\n");
 	for (i = 100; i < 600; i++) {

@@ -14,6 +14,7 @@
 #include "commap/topology.h"
 #include "render.h"
 #include "svc_log.h"
+#include "svc_models.h"
 #include "svc_web.h"
 
 static const char HTML_TYPE[] = "text/html; charset=utf-8";
@@ -275,6 +276,24 @@ static json_t *app_info(const json_t *apps, const char *app)
 	return NULL;
 }
 
+/* The application's learned models visible to the caller (the rule of
+ * GET /v1/models: admins all, others their own), whole documents; NULL
+ * (logged) if the store fails: the page is still worth showing. */
+static json_t *app_models(const struct svc_api *api,
+			  const struct svc_api_request *rq, const char *app)
+{
+	const struct svc_caller *c = rq->caller;
+	struct cm_error e = { "" };
+	struct svc_db *db = svc_db_pool_get(api->pool);
+	json_t *out = svc_models_list(db, c->is_admin ? -1 : (int64_t)c->uid,
+				      app, 20, 1, &e);
+
+	svc_db_pool_put(api->pool, db);
+	if (!out)
+		svc_log(SVC_LOG_ERROR, "%s", e.text);
+	return out;
+}
+
 static void page_app(const struct svc_api *api,
 		     const struct svc_api_request *rq, const char *app,
 		     struct svc_api_response *rs)
@@ -282,6 +301,7 @@ static void page_app(const struct svc_api *api,
 	struct cm_render_opts o;
 	struct cm_error e = { "" };
 	json_t *q = query_nonempty(rq->query), *aq, *jobs = NULL, *apps;
+	json_t *models = NULL;
 	struct page pg;
 	char footer[128];
 	int rc;
@@ -296,12 +316,14 @@ static void page_app(const struct svc_api *api,
 			      "visible to you", app);
 	} else if (jobs && page_open(&pg) == 0) {
 		opts_for(rq, &o, footer, sizeof(footer));
-		rc = cm_render_app_html(pg.f, app, app_info(apps, app), jobs,
-					&o, &e);
+		models = app_models(api, rq, app);
+		rc = cm_render_app_models_html(pg.f, app, app_info(apps, app),
+					       jobs, models, &o, &e);
 		page_send(&pg, rc, &e, rs);
 	} else if (jobs) {
 		svc_web_error(rs, 500, "out of memory");
 	}
+	json_decref(models);
 	json_decref(jobs);
 	json_decref(apps);
 	json_decref(aq);

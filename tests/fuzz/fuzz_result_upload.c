@@ -5,6 +5,9 @@
  * ("PATH: problem"); an accepted one has every edge inside its thread
  * array with i < j and a finite weight >= 0, and its canonical form (what
  * the service stores) is accepted again with the same indexed fields.
+ * The service's own parser (svc_result_check, which stores the body as
+ * received) refuses exactly the bodies jansson refuses, and agrees with
+ * svc_result_parse on the verdict and the message.
  */
 #include <math.h>
 #include <stdint.h>
@@ -62,13 +65,40 @@ static void check_round_trip(const json_t *doc,
 	free(canon);
 }
 
+/* svc_result_check refuses what jansson refuses and agrees with
+ * svc_result_parse (rc and message). */
+static void check_parsers_agree(const uint8_t *data, size_t size, int rc,
+				const struct cm_error *e)
+{
+	struct svc_result_parsed *pr = NULL;
+	struct svc_result_ident id;
+	struct cm_error e2 = { "" };
+	json_t *j;
+	int rc2 = svc_result_check(data, size, FUZZ_MAX_BODY, &pr, &id, &e2);
+
+	check(rc2 == rc, "svc_result_check and svc_result_parse agree");
+	check(rc < 0 || strcmp(e->text, e2.text) == 0 ||
+	      strncmp(e2.text, "body: invalid JSON", 18) == 0,
+	      "the same message");
+	svc_result_parsed_free(pr);
+	if (size == 0 || size > FUZZ_MAX_BODY)
+		return;
+	j = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES,
+		       NULL);
+	check((j != NULL) == (strncmp(e2.text, "body: invalid JSON", 18) != 0),
+	      "the parser refuses exactly what jansson refuses");
+	json_decref(j);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct svc_result_ident id;
 	struct cm_error e = { "" };
 	json_t *doc = NULL;
+	int rc = svc_result_parse(data, size, FUZZ_MAX_BODY, &doc, &id, &e);
 
-	if (svc_result_parse(data, size, FUZZ_MAX_BODY, &doc, &id, &e) < 0) {
+	check_parsers_agree(data, size, rc, &e);
+	if (rc < 0) {
 		check(doc == NULL, "no document on failure");
 		check(strstr(e.text, ": ") != NULL,
 		      "the message names a field or the body");

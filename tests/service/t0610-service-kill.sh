@@ -47,6 +47,29 @@ import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 rows = db.execute("SELECT COUNT(*), COUNT(DISTINCT job) FROM results").fetchone()
 assert rows == (int(sys.argv[2]), int(sys.argv[2])), rows' "$T/svc.db" "$n"
+# Learned models: each result was queued for its model in its own upload
+# transaction (sql/0004_model_queue.sql) and is dequeued in the transaction
+# that stores the model, so after the restart the worker resumes what the
+# kill left pending and every run is folded exactly once.
+folded() {
+	python3 -c '
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+runs = db.execute("SELECT COALESCE(SUM(runs), 0) FROM models"
+                  " WHERE exe_hash = ?", ("sha256:01",)).fetchone()[0]
+queued = db.execute("SELECT COUNT(*) FROM model_queue").fetchone()[0]
+sys.exit(0 if (runs, queued) == (int(sys.argv[2]), 0) else 1)' "$T/svc.db" "$n"
+}
+wait_folded() {
+	for _ in $(seq 300); do
+		folded && return 0
+		sleep 0.1
+	done
+	return 1
+}
+ok "no pending model fold lost: the model has all $n runs once, none queued" \
+	wait_folded
+diag "$(grep "pending from the last run" "$T/svc.log" || echo "no fold was pending at the restart")"
 ok "stored documents are intact JSON" python3 -c '
 import json, sqlite3, sys
 db = sqlite3.connect(sys.argv[1])

@@ -278,6 +278,165 @@ static void test_bodies(void)
 	ok(i == len, "every truncation of the valid body is refused");
 }
 
+/* s with control and non-ASCII bytes as '?', for test names. */
+static const char *printable(const char *s)
+{
+	static char buf[128];
+	size_t i;
+
+	for (i = 0; s[i] && i < sizeof(buf) - 1; i++)
+		buf[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+	buf[i] = '\0';
+	return buf;
+}
+
+/* The service's parser (svc_result_check) must refuse exactly what
+ * jansson refuses, so that a stored body always reads back: each value is
+ * put in {"x": VALUE} (validation then fails on "format", not on syntax). */
+static void test_parser_agrees(void)
+{
+	static const char *const values[] = {
+		"1", "-0", "0.5", "-12.25e-3", "1E5", "1e-400", "1e999",
+		"-1e999", "01", "-", "1.", ".5", "1e", "1e+", "+1",
+		"9223372036854775807", "9223372036854775808",
+		"-9223372036854775808", "-9223372036854775809",
+		"123456789012345678901234567890.5", "0.1234567890123456789",
+		"true", "false", "null", "nul", "truex", "True", "NaN",
+		"\"\"", "\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\"", "\"\\x\"",
+		"\"\\u00e9\\u20AC\"", "\"\\ud83d\\ude00\"", "\"\\ud83d\"",
+		"\"\\ude00\"", "\"\\ud83d\\u0041\"", "\"\\u0000\"", "\"\\u12\"",
+		"\"\xc3\xa9\"", "\"\xe2\x82\xac\"", "\"\xf0\x9f\x98\x80\"",
+		"\"\xc0\xaf\"", "\"\xe0\x80\xaf\"", "\"\xed\xa0\x80\"",
+		"\"\xf4\x90\x80\x80\"", "\"\xc3\"", "\"\x80\"", "\"\xff\"",
+		"\"tab\there\"", "\"line\nbreak\"", "\"open",
+		"[]", "[1,]", "[,1]", "[1 2]", "{}", "{\"a\":1,}", "{\"a\" 1}",
+		"{1:2}", "{\"a\":1,\"a\":2}", "{\"a\":{\"b\":1,\"b\":1}}",
+		"{\"k1\":1,\"k2\":1,\"k3\":1,\"k4\":1,\"k5\":1,\"k6\":1,"
+		"\"k7\":1,\"k8\":1,\"k9\":1,\"k3\":1}",
+		"{\"\\u0061\":1,\"a\":2}", "{\"a\\u0000\":1}", "[[[[[]]]]]",
+		" [ 1 , { \"a\" : [ ] } ]\r\n\t",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+		struct svc_result_parsed *pr = NULL;
+		struct svc_result_ident id;
+		struct cm_error e = { "" };
+		char body[512];
+		json_t *j;
+		int mine, jansson;
+
+		snprintf(body, sizeof(body), "{\"x\": %s}", values[i]);
+		j = json_loadb(body, strlen(body), JSON_REJECT_DUPLICATES,
+			       NULL);
+		jansson = j != NULL;
+		json_decref(j);
+		svc_result_check(body, strlen(body), 1 << 20, &pr, &id, &e);
+		mine = strncmp(e.text, "body: invalid JSON", 18) != 0;
+		ok(mine == jansson && !pr, "%s: %s as jansson (%s)",
+		   printable(values[i]), jansson ? "accepted" : "refused",
+		   e.text);
+	}
+	{
+		/* jansson's depth limit: 2048 nested arrays. */
+		static char deep[2 * 2049 + 16];
+		int n;
+
+		for (n = 2048; n <= 2049; n++) {
+			struct svc_result_parsed *pr = NULL;
+			struct svc_result_ident id;
+			struct cm_error e = { "" };
+			json_t *j;
+			int k, len = 0;
+
+			for (k = 0; k < n; k++)
+				deep[len++] = '[';
+			for (k = 0; k < n; k++)
+				deep[len++] = ']';
+			j = json_loadb(deep, (size_t)len, 0, NULL);
+			svc_result_check(deep, (size_t)len, 1 << 20, &pr, &id,
+					 &e);
+			ok((j != NULL) == !strstr(e.text, "invalid JSON"),
+			   "%d nested arrays: as jansson (%s)", n, e.text);
+			json_decref(j);
+		}
+	}
+}
+
+/* svc_result_check: the same verdicts and fields as the json_t path. */
+static void test_check(void)
+{
+	struct svc_result_parsed *pr = NULL;
+	struct svc_result_ident id;
+	struct cm_error e = { "" };
+	size_t len = strlen(valid_doc), i;
+
+	ok(svc_result_check(valid_doc, len, len, &pr, &id, &e) == 0 && pr,
+	   "svc_result_check accepts the example (%s)", e.text);
+	is_int(id.job, 42, "  job");
+	is_str(id.node, "vm", "  node");
+	is_str(id.executable, "/home/alice/app", "  executable");
+	is_str(id.app, "app", "  app");
+	is_str(id.exe_hash, "sha256:ab", "  exe_hash");
+	is_str(id.mode, "dynamic", "  mode");
+	is_str(id.backend, "sample", "  backend");
+	is_str(id.ended_at, "2026-11-22T14:01:10Z", "  ended_at");
+	is_int(id.n_edges, 3, "  edges");
+	is_double(id.final_cost, 9.5, 0, "  final cost");
+	svc_result_parsed_free(pr);
+	/* Every edit of the table refused with the same message. */
+	for (i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+		struct cm_error e1 = { "" }, e2 = { "" };
+		json_t *doc = load_valid();
+		char *text;
+
+		apply(doc, edits[i].path, edits[i].value);
+		text = json_dumps(doc, JSON_COMPACT);
+		svc_result_validate(doc, NULL, &e1);
+		pr = (struct svc_result_parsed *)1;
+		if (strstr(edits[i].want, "NUL"))
+			ok(svc_result_check(text, strlen(text), 1 << 20, &pr,
+					    &id, &e2) < 0 && !pr &&
+			   strstr(e2.text, "body: invalid JSON"),
+			   "%s: \\u0000 refused in a body (%s)",
+			   edits[i].path, e2.text);
+		else
+			ok(svc_result_check(text, strlen(text), 1 << 20, &pr,
+					    &id, &e2) < 0 && !pr &&
+			   strcmp(e1.text, e2.text) == 0,
+			   "%s: svc_result_check says '%s'", edits[i].path,
+			   e2.text);
+		free(text);
+		json_decref(doc);
+	}
+	/* Escaped strings are decoded: "v\u006d" is "vm". */
+	{
+		char body[sizeof(valid_doc) + 16];
+		const char *p = strstr(valid_doc, "\"vm\"");
+
+		snprintf(body, sizeof(body), "%.*s\"v\\u006d\"%s",
+			 (int)(p - valid_doc), valid_doc, p + 4);
+		ok(svc_result_check(body, strlen(body), 1 << 20, &pr, &id,
+				    &e) == 0 && strcmp(id.node, "vm") == 0,
+		   "an escaped node name is decoded (%s)", e.text);
+		svc_result_parsed_free(pr);
+	}
+}
+
+static void test_same(void)
+{
+	const char *a = "{\"a\": 1, \"b\": [1.5, {\"c\": null}]}";
+	const char *b = "{\"b\":[1.5,{\"c\":null}],\"a\":1}";
+	const char *c = "{\"b\":[1.5,{\"c\":null}],\"a\":1.0}";
+
+	is_int(svc_result_same(a, strlen(a), a, strlen(a)), 1, "same bytes");
+	is_int(svc_result_same(a, strlen(a), b, strlen(b)), 1,
+	       "other key order and spacing: same");
+	is_int(svc_result_same(a, strlen(a), c, strlen(c)), 0,
+	       "1 and 1.0 differ (as in canonical form)");
+	is_int(svc_result_same(a, strlen(a), "{", 1), -1, "unparsable: -1");
+}
+
 static void test_timestamps(void)
 {
 	char out[21];
@@ -298,6 +457,9 @@ int main(void)
 	test_valid();
 	test_edits();
 	test_bodies();
+	test_parser_agrees();
+	test_check();
+	test_same();
 	test_timestamps();
 	return done_testing();
 }

@@ -111,6 +111,224 @@ static void test_store(struct svc_db *db)
 	json_decref(l);
 }
 
+/* Store a document given as text (kept as it is). */
+static int store_text(struct svc_db *db, const char *text, int64_t *row)
+{
+	struct svc_result_ident id;
+	struct cm_error e = { "" };
+	enum svc_store_outcome out;
+	json_t *doc;
+	int rc;
+
+	if (svc_result_parse(text, strlen(text), 1 << 20, &doc, &id, &e) < 0) {
+		diag("invalid test document: %s", e.text);
+		return -1;
+	}
+	rc = svc_db_store_text(db, &id, NULL, 0, text, strlen(text), row,
+			       &out, &e);
+	json_decref(doc);
+	if (rc < 0)
+		diag("store: %s", e.text);
+	return rc < 0 ? -1 : (int)out;
+}
+
+static char *stored_document(struct svc_db *db, int64_t row)
+{
+	int status = 0;
+	json_t *o = svc_db_result(db, row, -1, &status, NULL);
+	char *text = o ? json_dumps(json_object_get(o, "document"),
+				    JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+
+	json_decref(o);
+	return text;
+}
+
+/* The body is stored as received; a retry is recognised in canonical
+ * form whatever its key order and spacing. */
+static void test_raw_documents(struct svc_db *db)
+{
+	json_t *a = make_result(60, 0, "n1", 1000, "alice", "/bin/appa",
+				"2029-05-01T00:00:00Z", 5);
+	json_t *b = make_result(60, 0, "n1", 1000, "alice", "/bin/appa",
+				"2029-05-01T00:00:00Z", 5.5);
+	char *pretty = json_dumps(a, JSON_INDENT(3) | JSON_PRESERVE_ORDER);
+	char *canon = json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS);
+	char *other = json_dumps(b, JSON_COMPACT);
+	char *back;
+	sqlite3_stmt *st;
+	int64_t r1 = 0, r2 = 0;
+
+	is_int(store_text(db, pretty, &r1), SVC_STORE_NEW,
+	       "an indented upload is stored");
+	st = NULL;
+	sqlite3_prepare_v2(svc_db_conn(db),
+			   "SELECT document FROM results WHERE id = ?1", -1,
+			   &st, NULL);
+	sqlite3_bind_int64(st, 1, r1);
+	ok(sqlite3_step(st) == SQLITE_ROW &&
+	   strcmp((const char *)sqlite3_column_text(st, 0), pretty) == 0,
+	   "  byte for byte as received");
+	sqlite3_finalize(st);
+	is_int(store_text(db, canon, &r2), SVC_STORE_DUPLICATE,
+	       "its canonical form (other order, no spaces) is a duplicate");
+	is_int(r2, r1, "  of the same row");
+	is_int(store_text(db, pretty, &r2), SVC_STORE_DUPLICATE,
+	       "the same bytes again are a duplicate");
+	is_int(store_text(db, other, &r2), SVC_STORE_CONFLICT,
+	       "one weight changed is a conflict");
+	back = stored_document(db, r1);
+	ok(back && strcmp(back, canon) == 0,
+	   "the stored document reads back to the same JSON");
+	free(back);
+	free(pretty);
+	free(canon);
+	free(other);
+	json_decref(a);
+	json_decref(b);
+}
+
+/* The "jobs" array of a listing for owner (-1: admin), limit entries;
+ * valid until the next call. */
+static json_t *list(struct svc_db *db, int64_t owner, int limit)
+{
+	static json_t *last;
+	struct svc_job_filter f = { owner, NULL, NULL, NULL, NULL, limit };
+
+	json_decref(last);
+	last = db ? svc_db_list_jobs(db, &f, NULL) : NULL;
+	return json_object_get(last, "jobs");
+}
+
+static long long job_at(json_t *jobs, size_t i, const char *key)
+{
+	return json_integer_value(json_object_get(json_array_get(jobs, i),
+						  key));
+}
+
+/* A job is listed once, at its first-started visible result, with every
+ * visible result counted; LIMIT counts jobs, not results. */
+static void test_job_list(void)
+{
+	static const struct {
+		long long job, step;
+		const char *node, *start;
+		int uid;
+	} rows[] = {
+		{ 70, 0, "n1", "2029-06-01T00:00:00Z", 1000 },
+		{ 71, 0, "n1", "2029-06-02T00:00:00Z", 1000 },
+		{ 70, 1, "n1", "2029-06-03T00:00:00Z", 1000 },
+		{ 70, 1, "n2", "2029-06-03T00:00:00Z", 1000 },
+		{ 72, 0, "n1", "2029-06-04T00:00:00Z", 1001 },
+		{ 72, 1, "n1", "2029-05-31T00:00:00Z", 1000 },
+		{ -1, -1, "n1", "2029-06-05T00:00:00Z", 1000 },
+		{ 73, 0, "n1", "2029-06-04T00:00:00Z", 1000 },
+		{ 73, 1, "n1", "2029-06-04T00:00:00Z", 1000 },
+	};
+	char p[300];
+	struct cm_error e = { "" };
+	struct svc_db *db;
+	json_t *jobs;
+	int64_t row;
+	size_t i;
+
+	snprintf(p, sizeof(p), "%s/list.db", dir);
+	db = svc_db_open(p, 0, &e);
+	for (i = 0; db && i < sizeof(rows) / sizeof(rows[0]); i++) {
+		json_t *d = make_result(rows[i].job, rows[i].step,
+					rows[i].node, rows[i].uid, "u",
+					"/bin/app", rows[i].start, 1);
+
+		if (store(db, d, rows[i].job < 0 ? "jl" : NULL, &row) !=
+		    SVC_STORE_NEW)
+			ok(0, "row %zu stored", i);
+		json_decref(d);
+	}
+	jobs = list(db, -1, 100);
+	is_int(json_array_size(jobs), 5, "5 entries: jobs 70-73, one job-less");
+	is_int(job_at(jobs, 0, "job"), 0, "newest first: the job-less result");
+	ok(json_is_null(json_object_get(json_array_get(jobs, 0), "job")),
+	   "  (job null)");
+	is_int(job_at(jobs, 1, "job"), 73, "then 73 (two steps, same start)");
+	is_int(job_at(jobs, 1, "results"), 2, "  with both results");
+	is_int(job_at(jobs, 2, "job"), 71, "then 71");
+	is_int(job_at(jobs, 3, "job"), 70, "then 70, at its first step");
+	is_int(job_at(jobs, 3, "results"), 3, "  with 3 results");
+	is_int(job_at(jobs, 3, "nodes"), 2, "  on 2 nodes");
+	is_int(job_at(jobs, 4, "job"), 72, "last 72 (its step 1 is oldest)");
+	jobs = list(db, -1, 2);
+	is_int(json_array_size(jobs), 2, "limit 2: two jobs");
+	is_int(job_at(jobs, 1, "results"), 2, "  each with all its results");
+	jobs = list(db, 1001, 100);
+	is_int(json_array_size(jobs), 1, "uid 1001 sees only job 72");
+	is_int(job_at(jobs, 0, "results"), 1, "  and only its own result");
+	jobs = list(db, 1000, 100);
+	is_int(json_array_size(jobs), 5, "uid 1000 sees 5 entries");
+	is_int(job_at(jobs, 4, "job"), 72,
+	       "  72 listed at uid 1000's (oldest) result");
+	list(NULL, 0, 0);
+	svc_db_close(db);
+	unlink(p);
+}
+
+/* A database made by an older service (migrations 1 and 2, with data)
+ * is brought up to date by opening it. */
+static void test_migrate_old(void)
+{
+	char p[300], *msg = NULL;
+	struct cm_error e = { "" };
+	struct svc_db *db;
+	sqlite3 *raw;
+	sqlite3_stmt *st = NULL;
+	json_t *jobs;
+	int rc = 0;
+	unsigned i;
+
+	snprintf(p, sizeof(p), "%s/old.db", dir);
+	sqlite3_open(p, &raw);
+	rc |= sqlite3_exec(raw, "CREATE TABLE schema_version (version INTEGER"
+			   " PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT"
+			   " NOT NULL)", NULL, NULL, &msg);
+	for (i = 0; i < 2 && i < svc_n_migrations; i++) {
+		char ins[200];
+
+		rc |= sqlite3_exec(raw, svc_migrations[i].sql, NULL, NULL,
+				   &msg);
+		snprintf(ins, sizeof(ins), "INSERT INTO schema_version VALUES"
+			 " (%u, '%s', 'then')", svc_migrations[i].version,
+			 svc_migrations[i].name);
+		rc |= sqlite3_exec(raw, ins, NULL, NULL, &msg);
+	}
+	rc |= sqlite3_exec(raw, "INSERT INTO results (job, step, node, uid,"
+			   " user, executable, app, mode, started_at, ended_at,"
+			   " ranks, threads, edges, migrations, uploader_uid,"
+			   " received_at, document) VALUES (9, 0, 'n', 5, 'u',"
+			   " '/a', 'a', 'off', '2020-01-01T00:00:00Z',"
+			   " '2020-01-01T00:00:01Z', 1, 1, 0, 0, 0, 'then',"
+			   " '{}')", NULL, NULL, &msg);
+	ok(rc == SQLITE_OK, "an old database (schema 2) made (%s)",
+	   msg ? msg : "ok");
+	sqlite3_free(msg);
+	sqlite3_close(raw);
+	db = svc_db_open(p, 0, &e);
+	ok(db != NULL, "opened by this service (%s)", e.text);
+	is_int(db ? svc_db_schema_version(db) : -1, (int)svc_n_migrations,
+	       "  migrated to the latest schema");
+	if (db)
+		sqlite3_prepare_v2(svc_db_conn(db), "SELECT count(*) FROM"
+				   " sqlite_master WHERE type = 'index' AND"
+				   " name = 'results_job_started'", -1, &st,
+				   NULL);
+	ok(st && sqlite3_step(st) == SQLITE_ROW &&
+	   sqlite3_column_int(st, 0) == 1, "  the job list index exists");
+	sqlite3_finalize(st);
+	jobs = db ? list(db, -1, 10) : NULL;
+	is_int(json_array_size(jobs), 1, "  and the old result is listed");
+	is_int(job_at(jobs, 0, "job"), 9, "  as job 9");
+	list(NULL, 0, 0);
+	svc_db_close(db);
+	unlink(p);
+}
+
 static void test_queries(struct svc_db *db)
 {
 	json_t *o;
@@ -193,9 +411,12 @@ int main(void)
 	is_int(svc_db_schema_version(db), (int)svc_n_migrations,
 	       "schema version unchanged after reopening");
 	test_queries(db);
+	test_raw_documents(db);
 	svc_db_pool_put(pool, db);
 	svc_db_pool_close(pool);
 	test_newer_schema();
+	test_job_list();
+	test_migrate_old();
 
 	unlink(path);
 	{

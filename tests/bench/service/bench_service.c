@@ -12,6 +12,10 @@
  *    distinct 256-thread results (a 16 x 16 grid of threads in 16 ranks,
  *    each talking to its 4 neighbours: 480 pairs, ~27 KB; --all-pairs:
  *    all 32,640 pairs, ~0.9 MB).  Prints uploads/s and latency.
+ * 2b. Learned models: the service folds results into models off the
+ *    upload path (svc_model_worker.c); polls GET /metrics until no fold
+ *    is pending and prints the backlog left after the uploads and the
+ *    time to drain it (all uploads share one model key).
  * 3. Pages: GET /jobs/{job} (the HTML report of one 256-thread job) and
  *    GET /jobs (the list), one client, PAGES requests each: p50/p99.
  * Exit 1 if any request got an unexpected status.
@@ -295,6 +299,51 @@ static int page_latency(const struct opts *o, const char *path,
 	return bad;
 }
 
+/* commap_model_pending from GET /metrics (HTTP/1.0: read to EOF); -1 if
+ * absent (a service without the model queue). */
+static long model_pending(int port)
+{
+	static const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
+	static char buf[1 << 16];
+	size_t have = 0;
+	int fd = connect_to(port);
+	struct iovec iov = { (void *)req, sizeof(req) - 1 };
+	const char *p;
+	ssize_t r;
+
+	if (write_all(fd, &iov, 1) < 0) {
+		close(fd);
+		return -1;
+	}
+	while (have < sizeof(buf) - 1 &&
+	       (r = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0)
+		have += (size_t)r;
+	close(fd);
+	buf[have] = '\0';
+	p = strstr(buf, "\ncommap_model_pending ");
+	return p ? strtol(p + 22, NULL, 10) : -1;
+}
+
+/* Wait (at most 10 minutes) for the model worker to fold every upload. */
+static void model_drain(const struct opts *o, double upload_s)
+{
+	long backlog = model_pending(o->port), n = backlog;
+	double t0 = now();
+
+	if (backlog < 0) {
+		printf("models       (no commap_model_pending in /metrics)\n");
+		return;
+	}
+	while (n > 0 && now() - t0 < 600) {
+		usleep(20000);
+		n = model_pending(o->port);
+	}
+	printf("models       %ld folds pending after the uploads, drained in "
+	       "%.2f s: %.0f uploads/s folded into models end to end%s\n",
+	       backlog, now() - t0, o->uploads / (upload_s + now() - t0),
+	       n ? "  (NOT DRAINED)" : "");
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: bench_service --port PORT [--clients N] "
@@ -363,6 +412,7 @@ int main(int argc, char **argv)
 	       "latency p50 %.2f ms  p99 %.2f ms  max %.2f ms%s\n",
 	       o.uploads, dt, o.clients, o.uploads / dt, p50 * 1e3,
 	       p99 * 1e3, max * 1e3, s.failures ? "  (FAILURES)" : "");
+	model_drain(&o, dt);
 	snprintf(path, sizeof(path), "/jobs/%ld", o.job_base);
 	bad = page_latency(&o, path, &size);
 	bad += page_latency(&o, "/jobs", &size);

@@ -7,8 +7,8 @@
 # (default DIR: build-bench) on a free loopback port with a fresh
 # database in a temporary directory, runs DIR/tests/bench/service/
 # bench_service against it with the given options (--clients, --uploads,
-# --threads, --all-pairs, --pages), stops the service and prints the
-# database size.  Build it first: make -C DIR service/commap-service
+# --threads, --all-pairs, --pages), prints the CPU time the service and
+# munged used, stops the service and prints the database size.  Build it first: make -C DIR service/commap-service
 # tests/bench/service/bench_service.  A sanitizer build is refused.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -52,8 +52,31 @@ done
 [ -n "$port" ] || { cat "$T/log" >&2; exit 1; }
 echo "commap-service on port $port, $(nproc) CPUs, service threads" \
 	"${COMMAP_BENCH_SVC_THREADS:-2}"
+# CPU seconds (user + system) of a process, from /proc/PID/stat.
+cpu_of() {
+	awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f", ($14 + $15) / hz }' \
+		"/proc/$1/stat" 2>/dev/null || echo 0
+}
+mpid=$(pgrep -x munged | head -1)
+m0=$(cpu_of "$mpid")
 rc=0
 "$bench" --port "$port" "$@" || rc=$?
+# Load-independent cost: CPU time per request of the whole run (with
+# --pages 1 nearly all of it is uploads).
+# The learned models' worker thread (named commap-models) folds results
+# into models off the upload path: its share of the service's CPU.
+worker_cpu() {
+	local t
+	for t in /proc/$pid/task/*; do
+		[ "$(cat "$t/comm" 2>/dev/null)" = commap-models ] &&
+			cpu_of "$pid/task/${t##*/}" && return
+	done
+	echo 0
+}
+echo "cpu          service $(cpu_of $pid) s (learned models' worker" \
+	"$(worker_cpu) s), munged" \
+	"$(awk -v a="$(cpu_of "$mpid")" -v b="$m0" 'BEGIN { printf "%.3f", a - b }') s" \
+	"during the run"
 kill -TERM $pid
 wait $pid || true
 pid=
