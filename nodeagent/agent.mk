@@ -2,7 +2,7 @@
 # Linux, no capstone needed), built and tested always.
 noinst_LTLIBRARIES += nodeagent/libtrack.la
 nodeagent_libtrack_la_SOURCES = \
-	nodeagent/proc_track.h nodeagent/proc_track.c
+	nodeagent/proc_track.h nodeagent/proc_track.c nodeagent/grow.h
 nodeagent_libtrack_la_CFLAGS = $(AM_CFLAGS)
 
 TRACK_TESTS = tests/unit/test_proc_track.t

@@ -12,6 +12,7 @@
 
 #include "agent_result.h"
 #include "commap/matrix_io.h"
+#include "grow.h"
 
 void cm_agent_result_init(struct cm_agent_result *r)
 {
@@ -40,23 +41,6 @@ void cm_agent_result_free(struct cm_agent_result *r)
 		free(r->warnings[i]);
 	free(r->pin_latency_ms);
 	memset(r, 0, sizeof(*r));
-}
-
-/* Make room for one more element of size elem in *arr. */
-static int grow(void **arr, int *cap, int n, size_t elem)
-{
-	void *p;
-	int ncap;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 16;
-	p = realloc(*arr, (size_t)ncap * elem);
-	if (!p)
-		return -1;
-	*arr = p;
-	*cap = ncap;
-	return 0;
 }
 
 int cm_agent_result_set_argv(struct cm_agent_result *r, int argc,
@@ -107,8 +91,8 @@ int cm_agent_result_add_mapping(struct cm_agent_result *r, double t,
 {
 	struct cm_result_mapping *e;
 
-	if (grow((void **)&r->timeline, &r->timeline_cap, r->ntimeline,
-		 sizeof(*r->timeline)) < 0)
+	if (cm_grow((void **)&r->timeline, &r->timeline_cap,
+		    r->ntimeline + 1, sizeof(*r->timeline)) < 0)
 		return -1;
 	e = &r->timeline[r->ntimeline];
 	e->os_pu = malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
@@ -129,8 +113,8 @@ int cm_agent_result_add_migration(struct cm_agent_result *r, double t,
 {
 	struct cm_result_migration *e;
 
-	if (grow((void **)&r->migrations, &r->migrations_cap, r->nmigrations,
-		 sizeof(*r->migrations)) < 0)
+	if (cm_grow((void **)&r->migrations, &r->migrations_cap,
+		    r->nmigrations + 1, sizeof(*r->migrations)) < 0)
 		return -1;
 	e = &r->migrations[r->nmigrations++];
 	e->t = t;
@@ -142,8 +126,8 @@ int cm_agent_result_add_migration(struct cm_agent_result *r, double t,
 
 int cm_agent_result_add_pin_latency(struct cm_agent_result *r, double ms)
 {
-	if (grow((void **)&r->pin_latency_ms, &r->pin_latency_cap,
-		 r->npin_latency, sizeof(*r->pin_latency_ms)) < 0)
+	if (cm_grow((void **)&r->pin_latency_ms, &r->pin_latency_cap,
+		    r->npin_latency + 1, sizeof(*r->pin_latency_ms)) < 0)
 		return -1;
 	r->pin_latency_ms[r->npin_latency++] = ms < 0 ? 0 : ms;
 	return 0;

@@ -18,6 +18,7 @@
 #include "fault_sample.h"
 #include "numa_balancing.h"
 #include "sample_rate.h"
+#include "grow.h"
 
 /* Code bytes read after IP: the longest x86 instruction. */
 #define CODE_AFTER 16u
@@ -136,35 +137,15 @@ static void set_problem(struct cm_collector *c, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int grow(void **arr, int *cap, int need, size_t elem)
-{
-	void *p;
-	int ncap;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 16;
-	while (ncap < need)
-		ncap *= 2;
-	p = realloc(*arr, (size_t)ncap * elem);
-	if (!p)
-		return -1;
-	memset((char *)p + (size_t)*cap * elem, 0,
-	       (size_t)(ncap - *cap) * elem);
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
-
 /* Make room for tracker thread indexes < n and process indexes < np. */
 static int ensure(struct cm_collector *c, int n, int np)
 {
-	if (grow((void **)&c->threads, &c->capthreads, n,
-		 sizeof(*c->threads)))
+	if (cm_grow((void **)&c->threads, &c->capthreads, n,
+		    sizeof(*c->threads)))
 		return -1;
 	if (n > c->nthreads)
 		c->nthreads = n;
-	if (grow((void **)&c->procs, &c->capprocs, np, sizeof(*c->procs)))
+	if (cm_grow((void **)&c->procs, &c->capprocs, np, sizeof(*c->procs)))
 		return -1;
 	for (int i = c->nprocs; i < np; i++)
 		c->procs[i].mem_fd = -1;

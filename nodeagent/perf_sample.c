@@ -23,6 +23,7 @@
 #include <linux/perf_event.h>
 
 #include "perf_sample.h"
+#include "grow.h"
 
 _Static_assert(CM_PERF_SAMPLE_TYPE_SW == (PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
 	       PERF_SAMPLE_IP | PERF_SAMPLE_REGS_USER), "sw layout");
@@ -743,24 +744,6 @@ void cm_perf_sampler_free(struct cm_perf_sampler *s)
 	free(s);
 }
 
-static int grow(void **arr, int *cap, int need, size_t elem)
-{
-	void *p;
-	int ncap;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 16;
-	while (ncap < need)
-		ncap *= 2;
-	p = realloc(*arr, (size_t)ncap * elem);
-	if (!p)
-		return -1;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
-
 static int map_ring(struct cm_perf_sampler *s, int cpu, int fd,
 		    struct cm_error *err)
 {
@@ -871,10 +854,10 @@ int cm_perf_sampler_attach(struct cm_perf_sampler *s, pid_t tid,
 	for (int i = 0; i < s->ntids; i++)
 		if (s->tids[i] == tid)
 			return 0;
-	if (grow((void **)&s->tids, &s->captids, s->ntids + 1,
-		 sizeof(*s->tids)) ||
-	    grow((void **)&s->fds, &s->capfds, s->nfds + s->ncpu,
-		 sizeof(*s->fds)))
+	if (cm_grow((void **)&s->tids, &s->captids, s->ntids + 1,
+		    sizeof(*s->tids)) ||
+	    cm_grow((void **)&s->fds, &s->capfds, s->nfds + s->ncpu,
+		    sizeof(*s->fds)))
 		return cm_errorf(err, ENOMEM, "perf sampler: out of memory");
 	fds = malloc((size_t)s->ncpu * sizeof(*fds));
 	mapped = calloc((size_t)s->ncpu, sizeof(*mapped));

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "proc_track.h"
+#include "grow.h"
 
 /* Scans (every 20-50 ms in the agent) during which a child that took its
  * parent's rank looks for its own: about a second and a half. */
@@ -130,24 +131,6 @@ static int read_env_rank(const char *proc_root, pid_t pid)
 
 /* ---- tables ------------------------------------------------------- */
 
-static int grow(void **arr, int *cap, int need, size_t elem)
-{
-	void *p;
-	int ncap;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 16;
-	while (ncap < need)
-		ncap *= 2;
-	p = realloc(*arr, (size_t)ncap * elem);
-	if (!p)
-		return -1;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
-
 static unsigned tid_slot(const struct cm_tracker *t, pid_t tid)
 {
 	return ((unsigned)tid * 2654435761u) & (unsigned)(t->tid_index_cap - 1);
@@ -203,8 +186,8 @@ static int add_thread(struct cm_tracker *t, int proc, pid_t tid,
 {
 	struct cm_tracked_thread *th;
 
-	if (grow((void **)&t->threads, &t->threads_cap, t->nthreads + 1,
-		 sizeof(*t->threads)) < 0)
+	if (cm_grow((void **)&t->threads, &t->threads_cap, t->nthreads + 1,
+		    sizeof(*t->threads)) < 0)
 		return -1;
 	if ((t->nthreads + 1) * 2 > t->tid_index_cap &&
 	    tid_index_rebuild(t, t->tid_index_cap ? t->tid_index_cap * 2 : 64))
@@ -233,8 +216,8 @@ static int add_proc(struct cm_tracker *t, pid_t pid, uint64_t start,
 {
 	struct cm_tracked_proc *p;
 
-	if (grow((void **)&t->procs, &t->procs_cap, t->nprocs + 1,
-		 sizeof(*t->procs)) < 0)
+	if (cm_grow((void **)&t->procs, &t->procs_cap, t->nprocs + 1,
+		    sizeof(*t->procs)) < 0)
 		return -1;
 	p = &t->procs[t->nprocs];
 	p->pid = pid;
@@ -371,7 +354,7 @@ static int scan_proc_threads(struct cm_tracker *t, int proc)
 		if (cm_proc_read_stat(t->root, t->procs[proc].pid, tid, &start,
 				      NULL) < 0)
 			continue;
-		if (grow((void **)&fresh, &cap, nfresh + 1, sizeof(*fresh)) < 0)
+		if (cm_grow((void **)&fresh, &cap, nfresh + 1, sizeof(*fresh)) < 0)
 			break;
 		fresh[nfresh].tid = tid;
 		fresh[nfresh].start = start;
