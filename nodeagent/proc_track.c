@@ -88,8 +88,11 @@ int cm_proc_read_uid(const char *proc_root, pid_t pid, uid_t *uid)
 	return 0;
 }
 
-/* Rank an MPI launcher gave the process, or -1. */
-static int read_env_rank(const char *proc_root, pid_t pid)
+/* Rank an MPI launcher gave the process, or -1.  *mpi is set when it
+ * comes from an MPI variable (PMIX_RANK, OMPI_COMM_WORLD_RANK) rather
+ * than Slurm's SLURM_PROCID, which a process forked by mpirun inside a
+ * batch step inherits from mpirun (0) until its exec replaces it. */
+static int read_env_rank_src(const char *proc_root, pid_t pid, int *mpi)
 {
 	static const char *const keys[] = {
 		"PMIX_RANK=", "OMPI_COMM_WORLD_RANK=", "SLURM_PROCID=",
@@ -99,6 +102,7 @@ static int read_env_rank(const char *proc_root, pid_t pid)
 	FILE *f;
 	int rank = -1;
 
+	*mpi = 0;
 	snprintf(path, sizeof(path), "%s/%d/environ", proc_root, (int)pid);
 	f = fopen(path, "re");
 	if (!f)
@@ -119,14 +123,23 @@ static int read_env_rank(const char *proc_root, pid_t pid)
 				char *end;
 				long v = strtol(buf + off + klen, &end, 10);
 
-				if (*end == '\0' && v >= 0 && v <= INT_MAX)
+				if (*end == '\0' && v >= 0 && v <= INT_MAX) {
 					rank = (int)v;
+					*mpi = k < 2;
+				}
 				break;
 			}
 		}
 	}
 	free(buf);
 	return rank;
+}
+
+static int read_env_rank(const char *proc_root, pid_t pid)
+{
+	int mpi;
+
+	return read_env_rank_src(proc_root, pid, &mpi);
 }
 
 /* ---- tables ------------------------------------------------------- */
@@ -312,15 +325,16 @@ static void scan_children(struct cm_tracker *t, int proc, pid_t tid)
 		return;
 	while (fscanf(f, "%d", &child) == 1) {
 		uint64_t start;
-		int rank;
+		int rank, mpi;
 
 		if (cm_proc_read_stat(t->root, child, 0, &start, NULL) < 0 ||
 		    find_proc(t, child, start) >= 0 || !owner_ok(t, child))
 			continue;
-		rank = read_env_rank(t->root, child);
-		/* add_proc may move t->procs: no pointers kept across it. */
+		rank = read_env_rank_src(t->root, child, &mpi);
+		/* add_proc may move t->procs: no pointers kept across it.
+		 * Without an MPI rank yet, look again on later scans. */
 		if (add_proc(t, child, start, rank >= 0 ? rank :
-			     t->procs[proc].rank, proc) >= 0 && rank < 0)
+			     t->procs[proc].rank, proc) >= 0 && !mpi)
 			t->procs[t->nprocs - 1].rank_rereads = RANK_REREADS;
 	}
 	fclose(f);
@@ -398,14 +412,14 @@ static void mark_exited(struct cm_tracker *t)
 /* A child seen before its exec may get its MPI rank later. */
 static void reread_rank(struct cm_tracker *t, int p)
 {
-	int rank = read_env_rank(t->root, t->procs[p].pid);
+	int mpi, rank = read_env_rank_src(t->root, t->procs[p].pid, &mpi);
 
-	if (rank >= 0) {
+	if (rank >= 0)
 		t->procs[p].rank = rank;
+	if (mpi)
 		t->procs[p].rank_rereads = 0;
-	} else {
+	else
 		t->procs[p].rank_rereads--;
-	}
 }
 
 int cm_tracker_scan(struct cm_tracker *t)

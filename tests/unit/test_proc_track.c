@@ -136,6 +136,7 @@ static void test_rank_after_exec(void)
 			_exit(1);
 		snprintf(fdarg, sizeof(fdarg), "%d", ctl[0]);
 		setenv("PMIX_RANK", "7", 1);
+		setenv("SLURM_PROCID", "0", 1);
 		execl("/bin/sh", "sh", "-c", "read x <&$0", fdarg, NULL);
 		_exit(127);
 	}
