@@ -148,16 +148,15 @@ static void post_result(const struct svc_api *api,
 	}
 }
 
-static const char *query_get(const struct svc_api_request *rq,
-			     const char *key)
+const char *svc_api_query_get(const struct svc_api_request *rq,
+			      const char *key)
 {
 	return json_string_value(json_object_get(rq->query, key));
 }
 
-/* Reject query parameters the endpoint does not know (typos would
- * otherwise silently widen a listing). */
-static int query_check(const struct svc_api_request *rq,
-		       const char *const *known, struct svc_api_response *rs)
+int svc_api_query_check(const struct svc_api_request *rq,
+			const char *const *known,
+			struct svc_api_response *rs)
 {
 	const char *key;
 	json_t *v;
@@ -179,7 +178,7 @@ static int query_check(const struct svc_api_request *rq,
 static int query_limit(const struct svc_api_request *rq, int *limit,
 		       struct svc_api_response *rs)
 {
-	const char *s = query_get(rq, "limit");
+	const char *s = svc_api_query_get(rq, "limit");
 	char *end;
 	long v;
 
@@ -203,7 +202,7 @@ static int query_time(const struct svc_api_request *rq, const char *key,
 		      char out[21], const char **value,
 		      struct svc_api_response *rs)
 {
-	const char *s = query_get(rq, key);
+	const char *s = svc_api_query_get(rq, key);
 	char tmp[32];
 
 	*value = NULL;
@@ -236,13 +235,14 @@ static void list_jobs(const struct svc_api *api,
 	struct svc_db *db;
 	json_t *out;
 
-	if (query_check(rq, known, rs) < 0 || query_limit(rq, &f.limit, rs) ||
+	if (svc_api_query_check(rq, known, rs) < 0 ||
+	    query_limit(rq, &f.limit, rs) ||
 	    query_time(rq, "since", since, &f.since, rs) < 0 ||
 	    query_time(rq, "until", until, &f.until, rs) < 0)
 		return;
 	f.owner_uid = owner_of(rq->caller);
-	f.user = query_get(rq, "user");
-	f.app = query_get(rq, "app");
+	f.user = svc_api_query_get(rq, "user");
+	f.app = svc_api_query_get(rq, "app");
 	db = svc_db_pool_get(api->pool);
 	out = svc_db_list_jobs(db, &f, &e);
 	svc_db_pool_put(api->pool, db);
@@ -262,7 +262,8 @@ static void list_apps(const struct svc_api *api,
 	json_t *out;
 	int limit;
 
-	if (query_check(rq, known, rs) < 0 || query_limit(rq, &limit, rs))
+	if (svc_api_query_check(rq, known, rs) < 0 ||
+	    query_limit(rq, &limit, rs))
 		return;
 	db = svc_db_pool_get(api->pool);
 	out = svc_db_list_apps(db, owner_of(rq->caller), limit, &e);
@@ -294,14 +295,14 @@ static void get_job(const struct svc_api *api,
 		    struct svc_api_response *rs)
 {
 	static const char *const known[] = { "documents", NULL };
-	const char *docs = query_get(rq, "documents");
+	const char *docs = svc_api_query_get(rq, "documents");
 	struct cm_error e = { "" };
 	struct svc_db *db;
 	int64_t job;
 	int status;
 	json_t *out;
 
-	if (query_check(rq, known, rs) < 0)
+	if (svc_api_query_check(rq, known, rs) < 0)
 		return;
 	if (parse_id(arg, 4294967295LL, &job) < 0) {
 		svc_api_error(rs, 400, "job: '%.32s' is not a job id", arg);
@@ -336,7 +337,7 @@ static void get_result(const struct svc_api *api,
 	int status;
 	json_t *out;
 
-	if (query_check(rq, known, rs) < 0)
+	if (svc_api_query_check(rq, known, rs) < 0)
 		return;
 	if (parse_id(arg, 1LL << 62, &id) < 0) {
 		svc_api_error(rs, 400, "result: '%.32s' is not a result id",

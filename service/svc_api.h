@@ -51,6 +51,16 @@ void svc_api_handle(const struct svc_api *api,
 		    const struct svc_api_request *rq,
 		    struct svc_api_response *rs);
 
+/* A query parameter's value, NULL when absent. */
+const char *svc_api_query_get(const struct svc_api_request *rq,
+			      const char *key);
+/* 0 when every query parameter is in known (NULL-terminated); else a 400
+ * naming the first unknown one (typos would otherwise silently widen a
+ * listing) and -1. */
+int svc_api_query_check(const struct svc_api_request *rq,
+			const char *const *known,
+			struct svc_api_response *rs);
+
 /* Fill rs with {"error": text} and status. */
 void svc_api_error(struct svc_api_response *rs, unsigned status,
 		   const char *fmt, ...) __attribute__((format(printf, 3, 4)));

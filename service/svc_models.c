@@ -716,11 +716,6 @@ static void failure(struct svc_api_response *rs, const struct cm_error *e)
 		svc_api_error(rs, 500, "storage error");
 }
 
-static const char *q_get(const struct svc_api_request *rq, const char *k)
-{
-	return json_string_value(json_object_get(rq->query, k));
-}
-
 /* A decimal integer in [lo, hi]. */
 static int parse_int(const char *s, long long lo, long long hi,
 		     long long *out)
@@ -768,7 +763,7 @@ static int q_int(const struct svc_api_request *rq, const char *k,
 		 long long lo, long long hi, long long dflt, long long *out,
 		 struct svc_api_response *rs)
 {
-	const char *s = q_get(rq, k);
+	const char *s = svc_api_query_get(rq, k);
 
 	if (!s && dflt == -1) {
 		svc_api_error(rs, 400, "%s: required", k);
@@ -782,26 +777,6 @@ static int q_int(const struct svc_api_request *rq, const char *k,
 		svc_api_error(rs, 400, "%s: '%.32s' is not an integer in [%lld, %lld]",
 			      k, s, lo, hi);
 		return -1;
-	}
-	return 0;
-}
-
-static int q_check(const struct svc_api_request *rq,
-		   const char *const *known, struct svc_api_response *rs)
-{
-	const char *key;
-	json_t *v;
-
-	json_object_foreach((json_t *)rq->query, key, v) {
-		const char *const *k;
-
-		for (k = known; *k && strcmp(*k, key) != 0; k++)
-			;
-		if (!*k) {
-			svc_api_error(rs, 400, "%.64s: unknown query parameter",
-				      key);
-			return -1;
-		}
 	}
 	return 0;
 }
@@ -835,14 +810,16 @@ static void lookup(const struct svc_api *api,
 	char tpr_text[40] = "";
 	struct svc_db *db;
 	json_t *m;
+	const char *listing = svc_api_query_get(rq, "app") ? "app" :
+			      svc_api_query_get(rq, "limit") ? "limit" : NULL;
 
-	if (q_get(rq, "app") || q_get(rq, "limit")) {
-		svc_api_error(rs, 400, "%s: only for listing models (without exe_hash, ranks, argv_shape)",
-			      q_get(rq, "app") ? "app" : "limit");
+	if (listing) {
+		svc_api_error(rs, 400, "%s: only for listing models (without "
+			      "exe_hash, ranks, argv_shape)", listing);
 		return;
 	}
-	q.exe_hash = q_get(rq, "exe_hash");
-	q.argv_shape = q_get(rq, "argv_shape");
+	q.exe_hash = svc_api_query_get(rq, "exe_hash");
+	q.argv_shape = svc_api_query_get(rq, "argv_shape");
 	if (!q.exe_hash || !exe_hash_valid(q.exe_hash)) {
 		svc_api_error(rs, 400, "exe_hash: %s", q.exe_hash ?
 			      "expected sha256:<64 hex digits> or meta:<size>:<mtime>:<path>, at most 128 bytes" :
@@ -894,7 +871,7 @@ static void list(const struct svc_api *api, const struct svc_api_request *rq,
 	if (q_int(rq, "limit", 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT, &limit,
 		  rs) < 0)
 		return;
-	if (q_get(rq, "uid")) {
+	if (svc_api_query_get(rq, "uid")) {
 		if (q_owner(rq, 0, &uid, rs) < 0)
 			return;
 		owner = uid;
@@ -902,7 +879,8 @@ static void list(const struct svc_api *api, const struct svc_api_request *rq,
 		owner = rq->caller->is_admin ? -1 : (int64_t)rq->caller->uid;
 	}
 	db = svc_db_pool_get(api->pool);
-	out = svc_models_list(db, owner, q_get(rq, "app"), (int)limit, 0, &e);
+	out = svc_models_list(db, owner, svc_api_query_get(rq, "app"),
+			      (int)limit, 0, &e);
 	svc_db_pool_put(api->pool, db);
 	if (out)
 		respond(rs, 200, out);
@@ -921,7 +899,7 @@ static void get_one(const struct svc_api *api,
 	long long id;
 	json_t *m;
 
-	if (q_check(rq, known, rs) < 0)
+	if (svc_api_query_check(rq, known, rs) < 0)
 		return;
 	if (parse_int(arg, 1, 1LL << 62, &id) < 0) {
 		svc_api_error(rs, 400, "model: '%.32s' is not a model id", arg);
@@ -968,10 +946,10 @@ void svc_models_handle(const struct svc_api *api,
 		get_one(api, rq, arg + 1, rs);
 		return;
 	}
-	if (q_check(rq, known, rs) < 0)
+	if (svc_api_query_check(rq, known, rs) < 0)
 		return;
-	if (q_get(rq, "exe_hash") || q_get(rq, "ranks") ||
-	    q_get(rq, "argv_shape") || q_get(rq, "threads_per_rank"))
+	if (svc_api_query_get(rq, "exe_hash") || svc_api_query_get(rq, "ranks") ||
+	    svc_api_query_get(rq, "argv_shape") || svc_api_query_get(rq, "threads_per_rank"))
 		lookup(api, rq, rs);
 	else
 		list(api, rq, rs);
