@@ -56,6 +56,14 @@ make_user() {
 	fi
 }
 
+# commap_for_users: the tests run $commap as the test users too, and the
+# build tree may sit under a directory they cannot enter (a clone under
+# /root or mktemp -d is mode 700): use a copy in $T, which they can.
+commap_for_users() {
+	chmod 755 "$T"
+	cp "$commap" "$T/commap" && chmod 755 "$T/commap" && commap=$T/commap
+}
+
 cleanup() {
 	[ -n "$svc_pid" ] && kill -9 "$svc_pid" 2>/dev/null
 	rm -rf "$T"

@@ -6,6 +6,7 @@
 . "$top_srcdir/tests/service/service-lib.sh"
 
 need_root_and_munge
+commap_for_users
 A=commap-test-a B=commap-test-b
 make_user $A && make_user $B || skip_all "cannot create the test users"
 uid_a=$(id -u $A) uid_b=$(id -u $B)

@@ -10,6 +10,7 @@
 . "$top_srcdir/tests/service/service-lib.sh"
 
 need_root_and_munge
+commap_for_users
 command -v python3 >/dev/null || skip_all "python3 is not installed"
 A=commap-test-a B=commap-test-b C=commap-test-c
 make_user $A && make_user $B && make_user $C commap-test-adm ||
