@@ -643,6 +643,11 @@ struct ring {
 	size_t maplen;
 	uint8_t *data;
 	uint64_t size;
+	/* drain cursor: the records in [tail, head) are being read; next
+	 * is the first sample not yet handed out when has_next */
+	uint64_t head, tail;
+	int has_next;
+	struct cm_perf_sample next;
 };
 
 struct cm_perf_sampler {
@@ -886,19 +891,18 @@ out:
 }
 
 /* Drain one ring; corrupt data skips to head (counted). */
-static long read_ring(struct cm_perf_sampler *s, struct ring *r,
-		      cm_perf_sample_fn fn, void *arg)
+/* Advance r's cursor to its next user-mode sample, accounting the other
+ * records (lost, throttle, kernel-mode samples) on the way.  Returns 1 with
+ * r->next set, 0 when the ring has nothing more up to the head snapshot. */
+static int ring_advance(struct cm_perf_sampler *s, struct ring *r)
 {
-	struct perf_event_mmap_page *meta = r->base;
-	uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = meta->data_tail;
 	struct cm_perf_record rec;
 	const uint8_t *p;
 	size_t len;
-	long n = 0;
 	int got;
 
-	while ((got = cm_perf_ring_next(r->data, r->size, head, &tail,
+	r->has_next = 0;
+	while ((got = cm_perf_ring_next(r->data, r->size, r->head, &r->tail,
 					s->buf, sizeof(s->buf), &p, &len,
 					NULL)) > 0) {
 		if (cm_perf_parse_record(&s->lay, p, len, &rec, NULL)) {
@@ -913,29 +917,76 @@ static long read_ring(struct cm_perf_sampler *s, struct ring *r,
 		}
 		cm_perf_stats_account(&s->st, &rec);
 		if (rec.kind == CM_PERF_REC_SAMPLE) {
-			n++;
-			if (fn)
-				fn(&rec.sample, arg);
+			r->next = rec.sample;
+			r->has_next = 1;
+			return 1;
 		}
 	}
 	if (got < 0) {
 		s->st.malformed++;
-		tail = head;
+		r->tail = r->head;
 	}
-	__atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
-	return n;
+	return 0;
 }
 
+static void ring_open_cursor(struct cm_perf_sampler *s, struct ring *r)
+{
+	struct perf_event_mmap_page *meta = r->base;
+
+	r->head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+	r->tail = meta->data_tail;
+	ring_advance(s, r);
+}
+
+static void ring_close_cursor(struct ring *r)
+{
+	struct perf_event_mmap_page *meta = r->base;
+
+	__atomic_store_n(&meta->data_tail, r->tail, __ATOMIC_RELEASE);
+}
+
+/* The ring with the oldest pending sample, NULL when all are drained. */
+static struct ring *oldest_ring(struct cm_perf_sampler *s)
+{
+	struct ring *best = NULL;
+
+	for (int c = 0; c < s->ncpu; c++) {
+		struct ring *r = &s->rings[c];
+
+		if (r->base && r->has_next &&
+		    (!best || r->next.time < best->next.time))
+			best = r;
+	}
+	return best;
+}
+
+/* Hand out the samples of every CPU's ring merged in time order: the
+ * sharer table keeps the most recent sharers of each block (SPCD §III-C),
+ * so reading one CPU's ring after the other would let the threads of the
+ * last CPU read push out those of the others and skew the matrix towards
+ * (or against) threads that happened to share a CPU.  Each ring is in
+ * time order already; this is a k-way merge bounded by the head each ring
+ * had when the drain began. */
 long cm_perf_sampler_read(struct cm_perf_sampler *s, cm_perf_sample_fn fn,
 			  void *arg)
 {
+	struct ring *r;
 	long n = 0;
 
 	if (!s)
 		return cm_errorf(NULL, EINVAL, "perf sampler: NULL");
 	for (int c = 0; c < s->ncpu; c++)
 		if (s->rings[c].base)
-			n += read_ring(s, &s->rings[c], fn, arg);
+			ring_open_cursor(s, &s->rings[c]);
+	while ((r = oldest_ring(s))) {
+		n++;
+		if (fn)
+			fn(&r->next, arg);
+		ring_advance(s, r);
+	}
+	for (int c = 0; c < s->ncpu; c++)
+		if (s->rings[c].base)
+			ring_close_cursor(&s->rings[c]);
 	return n;
 }
 

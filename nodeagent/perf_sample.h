@@ -201,7 +201,8 @@ typedef void (*cm_perf_sample_fn)(const struct cm_perf_sample *smp,
 				  void *arg);
 
 /* Drain every ring without blocking, calling fn (may be NULL) for each
- * sample; lost/throttle/other records and corrupt data go to the counters.
+ * sample, the samples of all CPUs merged in time order; lost/throttle/other
+ * records and corrupt data go to the counters.
  * Returns the number of samples delivered. */
 long cm_perf_sampler_read(struct cm_perf_sampler *s, cm_perf_sample_fn fn,
 			  void *arg);

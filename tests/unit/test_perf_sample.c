@@ -608,7 +608,18 @@ struct collected {
 	long n;
 	long of_writer, of_child;
 	pid_t child;
+	uint64_t last_time;	/* of the previous sample in this drain */
+	int64_t last_cpu;	/* last tid, -1: none yet in this drain */
+	long inversions;	/* samples older than the one before */
+	long cpu_changes;	/* consecutive samples from two CPUs */
 };
+
+/* Start of a drain: order is only promised within one. */
+static void new_drain(struct collected *c)
+{
+	c->last_time = 0;
+	c->last_cpu = -1;
+}
 
 static void collect(const struct cm_perf_sample *smp, void *arg)
 {
@@ -618,6 +629,10 @@ static void collect(const struct cm_perf_sample *smp, void *arg)
 		c->of_writer++;
 	if ((pid_t)smp->pid == c->child)
 		c->of_child++;
+	c->inversions += smp->time < c->last_time;
+	c->cpu_changes += c->last_cpu >= 0 && c->last_cpu != smp->tid;
+	c->last_time = smp->time;
+	c->last_cpu = smp->tid;
 	if (c->n < MAX_SAMPLES)
 		c->s[c->n++] = *smp;
 }
@@ -767,12 +782,14 @@ static void test_real_sampling(void)
 	/* at least 0.3 s; longer only if the loaded VM gave us too little */
 	do {
 		poll(pfd, (nfds_t)cm_perf_sampler_pollfds(s, pfd, 64), 20);
+		new_drain(&c);
 		cm_perf_sampler_read(s, collect, &c);
 		t1 = now_s();
 	} while (t1 - t0 < 0.3 || ((c.of_writer < 20 || c.of_child < 20) &&
 				   t1 - t0 < 5));
 	atomic_store(&stop_writer, 1);
 	pthread_join(th, NULL);
+	new_drain(&c);
 	cm_perf_sampler_read(s, collect, &c);
 	wtid = atomic_load(&writer_tid);
 
@@ -797,6 +814,9 @@ static void test_real_sampling(void)
 	diag("decoded: writer %d/%ld (%d in buffer), child %d/%ld (%d in "
 	     "buffer)", dec_thread, c.of_writer, in_thread, dec_child,
 	     c.of_child, in_child);
+	diag("within drains: %ld thread changes, %ld time inversions",
+	     c.cpu_changes, c.inversions);
+	is_int(c.inversions, 0, "samples of all CPUs come in time order");
 	ok(c.of_writer >= 10, "writer thread (created after attach) sampled");
 	ok(c.of_child >= 10, "forked process sampled");
 	is_int(pid_ok, c.of_writer, "writer samples carry this process's pid");
