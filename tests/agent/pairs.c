@@ -5,8 +5,11 @@
  * truth is: thread 1+2k communicates with thread 2+2k (creation indices;
  * the main thread is 0).
  *
- *   pairs [-p PAIRS] [-t MS] [-x EXIT_STATUS] [-k SIGNAL]
+ *   pairs [-p PAIRS] [-t MS] [-c CPU_MS] [-x EXIT_STATUS] [-k SIGNAL]
  *
+ * -c keeps running after MS until the process has used CPU_MS of CPU time
+ * (at most 20 s more), so that a loaded machine stretches the run instead
+ * of starving the agent of samples;
  * -x exits with that status; -k kills itself with that signal at the end
  * (tests of `commap run`'s exit status).
  */
@@ -57,6 +60,24 @@ static void *reader(void *arg)
 	return NULL;
 }
 
+static double cpu_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Sleep in 20 ms steps until the process used cpu s of CPU time or
+ * max_wall s went by. */
+static void wait_cpu(double cpu, double max_wall)
+{
+	struct timespec step = { 0, 20000000 };
+
+	for (double w = 0; cpu_seconds() < cpu && w < max_wall; w += 0.02)
+		nanosleep(&step, NULL);
+}
+
 static int arg_int(const char *s, int min, int max, const char *what)
 {
 	char *end;
@@ -73,17 +94,20 @@ int main(int argc, char *argv[])
 {
 	static struct pair pairs[MAX_PAIRS];
 	pthread_t th[2 * MAX_PAIRS];
-	double seconds = 1.0;
+	double seconds = 1.0, cpu = 0;
 	int npairs = 4, status = 0, sig = 0, c;
 	struct timespec ts;
 
-	while ((c = getopt(argc, argv, "p:t:x:k:")) != -1) {
+	while ((c = getopt(argc, argv, "p:t:c:x:k:")) != -1) {
 		switch (c) {
 		case 'p':
 			npairs = arg_int(optarg, 1, MAX_PAIRS, "pairs");
 			break;
 		case 't':
 			seconds = arg_int(optarg, 0, 3600000, "ms") / 1000.0;
+			break;
+		case 'c':
+			cpu = arg_int(optarg, 0, 3600000, "cpu ms") / 1000.0;
 			break;
 		case 'x':
 			status = arg_int(optarg, 0, 255, "exit status");
@@ -93,7 +117,7 @@ int main(int argc, char *argv[])
 			break;
 		default:
 			fprintf(stderr, "usage: pairs [-p PAIRS] [-t MS] "
-				"[-x STATUS] [-k SIGNAL]\n");
+				"[-c CPU_MS] [-x STATUS] [-k SIGNAL]\n");
 			return 2;
 		}
 	}
@@ -108,6 +132,7 @@ int main(int argc, char *argv[])
 	ts.tv_sec = (time_t)seconds;
 	ts.tv_nsec = (long)((seconds - (double)ts.tv_sec) * 1e9);
 	nanosleep(&ts, NULL);
+	wait_cpu(cpu, 20);
 	for (int i = 0; i < npairs; i++)
 		pairs[i].stop = 1;
 	for (int i = 0; i < 2 * npairs; i++)

@@ -33,7 +33,7 @@ ok "the summary goes to stderr" grep -q "^commap: .* threads" "$T/err"
 # Four pairs on a synthetic 8-PU machine (dry run): the matrix holds the
 # four pairs, and each pair ends on one core.
 run "$commap" run --topology "pack:2 core:2 pu:2" --output "$T/dry.json" \
-	-- "$pairs" -p 4 -t 1500
+	-- "$pairs" -p 4 -t 1500 -c 2000
 is "dry run: exit 0" "$status" 0
 ok "dry run: result marked dry_run, 8 PUs" \
 	py "$T/dry.json" 'd["topology"]["dry_run"] and d["topology"]["pus"] == 8'
@@ -51,7 +51,9 @@ set(m) == {"t", "thread", "from", "to"} for m in d["migrations"])'
 ok "summary names the top pairs" grep -q "top communicating pairs" "$T/err"
 
 # Real pinning inside a restricted affinity: every pin is to CPU 1.
-run taskset -c 1 "$commap" run --output "$T/cpu1.json" -- "$pairs" -t 800
+# -c: at least 0.7 s of CPU time, so that a loaded machine cannot end the
+# run before the agent has seen enough to pin.
+run taskset -c 1 "$commap" run --output "$T/cpu1.json" -- "$pairs" -t 800 -c 700
 is "taskset -c 1: exit 0" "$status" 0
 ok "taskset -c 1: cpuset of the result is 1" \
 	py "$T/cpu1.json" 'd["topology"]["cpuset"] == "1" and not d["topology"]["dry_run"]'
