@@ -59,10 +59,12 @@ sys.exit(1)
 PY
 }
 
-# result_for JOB STEP: the same, waiting up to 10 s (the agent writes it
-# just after the step ends).
+# result_for JOB STEP: the same, waiting up to 60 s (the agent writes it
+# just after the step ends: well under a second on a quiet machine, but a
+# loaded one can stretch that; 60 s only catches an agent that never
+# delivers).
 result_for() {
-	for _ in $(seq 50); do
+	for _ in $(seq 300); do
 		find_result "$1" "$2" && return 0
 		sleep 0.2
 	done

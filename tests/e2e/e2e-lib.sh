@@ -55,6 +55,8 @@ e2e_require_cluster() {
 
 # e2e_cluster_start PLUGSTACK-ARGS...: a fresh cluster whose plugstack
 # loads the plugin from the build tree with these arguments.
+# E2E_CLUSTER_OPTS=--cgroup: proctrack/cgroup and task/cgroup instead of
+# proctrack/linuxproc.
 e2e_cluster_start() {
 	E2E_DIR=$(mktemp -d /tmp/commap-e2e.XXXXXX)
 	chmod 755 "$E2E_DIR"
@@ -71,7 +73,8 @@ e2e_cluster_start() {
 	mkdir -p "$SLURM_CONF_DIR"
 	e2e_plugstack "$@"
 	trap e2e_cluster_stop EXIT
-	bash "$top_srcdir/deploy/cluster/cluster.sh" start >"$E2E_DIR/cluster.log" 2>&1 || {
+	bash "$top_srcdir/deploy/cluster/cluster.sh" start ${E2E_CLUSTER_OPTS:-} \
+		>"$E2E_DIR/cluster.log" 2>&1 || {
 		cat "$E2E_DIR/cluster.log" >&2
 		echo "Bail out! the test cluster did not start"
 		exit 1
@@ -87,6 +90,17 @@ e2e_plugstack() {
 e2e_cluster_stop() {
 	bash "$top_srcdir/deploy/cluster/cluster.sh" stop >/dev/null 2>&1 || true
 	[ -n "${E2E_KEEP:-}" ] || rm -rf "$E2E_DIR"
+}
+
+# wait_job JOB: until the job has left the queue, at most 120 s.  A batch
+# job starting mpirun takes a few seconds on a quiet machine but several
+# times that under load; 120 s only catches a hung job.
+wait_job() {
+	for _ in $(seq 1200); do
+		squeue -h -j "$1" 2>/dev/null | grep -q . || return 0
+		sleep 0.1
+	done
+	return 1
 }
 
 # wait_for CMD...: up to 10 s for a condition.

@@ -73,7 +73,7 @@ cat >"$E2E_DIR/job.sh" <<EOS
 srun -n1 true
 EOS
 jobid=$(sbatch --parsable --commap=dynamic -o /dev/null "$E2E_DIR/job.sh")
-wait_for sh -c "! squeue -h -j $jobid 2>/dev/null | grep -q ."
+wait_job "$jobid"
 wait_for [ "$(records)" -ge 2 ]
 grep -l -- "--step 4294967291" "$spool"/record.*.args >/dev/null &&
 	grep -l -- "--step 0" "$spool"/record.*.args >/dev/null

@@ -25,7 +25,7 @@ job=$(sbatch --parsable --commap=dynamic -n 2 -o "$E2E_DIR/job.out" \
 	"$E2E_DIR/job.sh")
 ok $? "sbatch --commap=dynamic of a script running mpirun (job $job)"
 # The batch step is step 4294967291 (SLURM_BATCH_SCRIPT).
-res=$(wait_for sh -c "! squeue -h -j $job 2>/dev/null | grep -q ." &&
+res=$(wait_job "$job" &&
 	result_for "$job" 4294967291)
 ok $? "the batch step's agent spooled a result"
 [ -s "$truth" ] && [ -s "$tmap" ]

@@ -23,7 +23,7 @@ wait
 EOS
 job=$(sbatch --parsable -n 2 -o "$E2E_DIR/job.out" "$E2E_DIR/job.sh")
 ok $? "sbatch of two concurrent one-core steps (job $job)"
-wait_for sh -c "! squeue -h -j $job 2>/dev/null | grep -q ."
+wait_job "$job"
 r0=$(result_for "$job" 0) && r1=$(result_for "$job" 1)
 rc=$?
 ok $rc "a result for each step"

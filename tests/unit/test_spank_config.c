@@ -161,11 +161,81 @@ static void test_conf_file(void)
 	unlink(path);
 }
 
+/* The source tree, from make check's top_srcdir or this file's path. */
+static void srcdir_path(char *buf, size_t len, const char *rel)
+{
+	const char *top = getenv("top_srcdir");
+	const char *self = __FILE__;
+	const char *tail = strstr(self, "tests/unit/test_spank_config.c");
+
+	if (top && *top)
+		snprintf(buf, len, "%s/%s", top, rel);
+	else if (tail && tail > self)
+		snprintf(buf, len, "%.*s/%s", (int)(tail - self - 1), self, rel);
+	else
+		snprintf(buf, len, "%s", rel);
+}
+
+/* Split the first non-comment line of plugstack.conf into words. */
+static int plugstack_words(const char *path, char *line, size_t len,
+			   char **w, int max)
+{
+	FILE *f = fopen(path, "r");
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, (int)len, f))
+		if (line[0] != '#' && line[0] != '\n')
+			break;
+	fclose(f);
+	for (char *tok = strtok(line, " \t\n"); tok && n < max;
+	     tok = strtok(NULL, " \t\n"))
+		w[n++] = tok;
+	return n;
+}
+
+/* deploy/config/: the examples a site copies must parse, and say what
+ * docs/slurm.md says they do (opt-in default, every mode allowed). */
+static void test_shipped_examples(void)
+{
+	struct cm_spank_config cfg;
+	struct cm_error err = { "" };
+	char conf[4096], plug[4096], line[1024], confarg[4200];
+	char *w[16];
+	int n;
+
+	srcdir_path(conf, sizeof(conf), "deploy/config/commap.conf");
+	srcdir_path(plug, sizeof(plug), "deploy/config/plugstack.conf");
+	n = plugstack_words(plug, line, sizeof(line), w, 16);
+	ok(n == 3 && strcmp(w[0], "optional") == 0 &&
+	   strstr(w[1], "/commap_spank.so") && strncmp(w[2], "conf=", 5) == 0,
+	   "plugstack.conf example: optional PLUGIN conf=FILE (%d words)", n);
+	if (n != 3)
+		return;
+	/* its conf= names the installed path; read the shipped file */
+	snprintf(confarg, sizeof(confarg), "conf=%s", conf);
+	w[2] = confarg;
+	cm_spank_config_defaults(&cfg, "/default/agent", "/default/spool");
+	ok(cm_spank_config_parse_args(&cfg, 1, &w[2], &err) == 0,
+	   "commap.conf example parses: %s", err.text);
+	is_int(cfg.default_mode.mode, CM_MODE_OFF, "example: default=off");
+	ok(cm_spank_mode_allowed(&cfg, CM_MODE_DYNAMIC) &&
+	   cm_spank_mode_allowed(&cfg, CM_MODE_LEARNED) &&
+	   cm_spank_mode_allowed(&cfg, CM_MODE_STATIC) &&
+	   cm_spank_mode_allowed(&cfg, CM_MODE_OFF), "example: all modes allowed");
+	ok(strstr(cfg.agent, "/libexec/commap/commap-agent") != NULL,
+	   "example: the installed agent (%s)", cfg.agent);
+	ok(strncmp(cfg.service, "http://", 7) == 0 && cfg.spool[0] == '/',
+	   "example: a service URL and an absolute spool");
+}
+
 int main(void)
 {
 	test_modes();
 	test_defaults();
 	test_args();
 	test_conf_file();
+	test_shipped_examples();
 	return done_testing();
 }
