@@ -8,7 +8,7 @@
 # Environment: COMMAP_CLUSTER_DIR (state), SLURM_CONF_DIR (configuration;
 # other than /etc/slurm, export SLURM_CONF=$SLURM_CONF_DIR/slurm.conf for
 # the clients), COMMAP_SLURMCTLD_PORT / COMMAP_SLURMD_PORT (6817 / 6818),
-# so a test cluster can run beside the demo one.
+# so a test cluster can run beside the demo one, COMMAP_FIRST_JOB_ID (1).
 #
 # For Debian 12 as root without systemd (daemons are started by hand, as
 # recorded in shared/notes/platform.md).  Writes /etc/slurm/slurm.conf
@@ -118,6 +118,11 @@ SlurmdLogFile=$dir/log/slurmd.log
 # machine (tests beside the demo) both run job 1 step 0, so each needs
 # its own, or one step's launch fails ("task 0 launch failed").
 TmpFS=$dir/tmp
+# Open MPI names its shared-memory segments after the PMIx namespace,
+# which is the job and step id: MPI steps of two clusters with the same
+# job ids at the same time would map each other's segments (a segfault
+# in the vader BTL).  Test clusters start their ids apart.
+FirstJobId=${COMMAP_FIRST_JOB_ID:-1}
 SlurmctldDebug=info
 SlurmdDebug=info
 PlugStackConfig=$conf_dir/plugstack.conf

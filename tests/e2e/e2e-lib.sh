@@ -70,6 +70,8 @@ e2e_cluster_start() {
 	fi
 	export COMMAP_SLURMCTLD_PORT
 	export COMMAP_SLURMD_PORT=${COMMAP_SLURMD_PORT:-$((COMMAP_SLURMCTLD_PORT + 1))}
+	# job ids of its own (cluster.sh: Open MPI's segments are named by them)
+	export COMMAP_FIRST_JOB_ID=$((COMMAP_SLURMCTLD_PORT * 100))
 	mkdir -p "$SLURM_CONF_DIR"
 	e2e_plugstack "$@"
 	trap e2e_cluster_stop EXIT
