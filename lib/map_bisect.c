@@ -50,6 +50,7 @@ struct graph {
 /* Scratch shared by all levels (sized for the finest graph). */
 struct work {
 	double *gain;
+	double *tot;		/* weight of a vertex's edges */
 	signed char *side;
 	signed char *best_side;
 	char *locked;
@@ -221,12 +222,15 @@ static int contract(const struct graph *g, struct graph *c, int nc,
 static void compute_gains(const struct graph *g, struct work *w)
 {
 	for (int u = 0; u < g->nv; u++) {
-		double gain = 0;
+		double gain = 0, tot = 0;
 
-		for (int e = g->xadj[u]; e < g->xadj[u + 1]; e++)
+		for (int e = g->xadj[u]; e < g->xadj[u + 1]; e++) {
 			gain += w->side[g->adj[e]] != w->side[u] ? g->ew[e]
 								 : -g->ew[e];
+			tot += g->ew[e];
+		}
 		w->gain[u] = gain;
+		w->tot[u] = tot;
 	}
 }
 
@@ -248,14 +252,14 @@ static void move_vertex(const struct graph *g, struct work *w, int u)
 	}
 }
 
+/* The vertices with edges to the other side, whose weight is (gain +
+ * tot) / 2: no adjacency is scanned; what rounding leaves of a cancelled
+ * sum is not an edge. */
 static void push_border(const struct graph *g, struct work *w)
 {
 	for (int u = 0; u < g->nv; u++)
-		for (int e = g->xadj[u]; e < g->xadj[u + 1]; e++)
-			if (w->side[g->adj[e]] != w->side[u]) {
-				cm_heap_push(&w->heap[w->side[u]], u);
-				break;
-			}
+		if (w->gain[u] + w->tot[u] > 1e-9 * w->tot[u])
+			cm_heap_push(&w->heap[w->side[u]], u);
 }
 
 static long long side_weight(const struct graph *g, const struct work *w)
@@ -437,6 +441,7 @@ static void initial_split(const struct graph *g, struct work *w,
 static void work_free(struct work *w)
 {
 	free(w->gain);
+	free(w->tot);
 	free(w->side);
 	free(w->best_side);
 	free(w->locked);
@@ -453,13 +458,14 @@ static int work_alloc(struct work *w, int nv)
 
 	memset(w, 0, sizeof(*w));
 	w->gain = calloc(n, sizeof(double));
+	w->tot = calloc(n, sizeof(double));
 	w->side = malloc(n);
 	w->best_side = malloc(n);
 	w->locked = calloc(n, 1);
 	w->moves = malloc(n * sizeof(int));
 	w->perm = malloc(n * sizeof(int));
 	w->mark = malloc(n * sizeof(int));
-	if (!w->gain || !w->side || !w->best_side || !w->locked ||
+	if (!w->gain || !w->tot || !w->side || !w->best_side || !w->locked ||
 	    !w->moves || !w->perm || !w->mark ||
 	    cm_heap_init(&w->heap[0], nv, w->gain) ||
 	    cm_heap_init(&w->heap[1], nv, w->gain)) {

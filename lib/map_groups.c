@@ -51,7 +51,8 @@
 #define LEAN_ML_PASSES 1
 #endif
 #ifndef LEAN_ML_PATIENCE
-#define LEAN_ML_PATIENCE 60	/* less loses light links (clusters, ring) */
+#define LEAN_ML_PATIENCE 20	/* as good as 60 on tests/bench/map,
+				 * 10% less work */
 #endif
 #ifndef LEAN_ML_STARTS
 #define LEAN_ML_STARTS 3
@@ -61,6 +62,22 @@
 #endif
 #ifndef LEAN_PAIRS_EXACT_MAX
 #define LEAN_PAIRS_EXACT_MAX 0
+#endif
+/* CM_PLACE_LEAN also adapts the effort below the first split of all the
+ * threads to how much of the communication it had to cut (a free
+ * predictor: that split is computed anyway).  Below LEAN_LOOSE_CUT the
+ * graph falls apart into loosely linked pieces (clusters, pairs, rings):
+ * greedy growing finds them, multilevel adds nothing.  Above
+ * LEAN_EXPANDER_CUT it is an expander (random partners): coarsening pays
+ * only for the largest splits.  In between (meshes) the lean default. */
+#ifndef LEAN_LOOSE_CUT
+#define LEAN_LOOSE_CUT 0.005
+#endif
+#ifndef LEAN_EXPANDER_CUT
+#define LEAN_EXPANDER_CUT 0.10
+#endif
+#ifndef LEAN_EXPANDER_ML_MIN
+#define LEAN_EXPANDER_ML_MIN 512
 #endif
 
 /* Nodes of pairs with up to this many threads are re-paired by an exact
@@ -327,6 +344,7 @@ struct place {
 	char *locked;		/* BFS mark; moved in this FM pass */
 	int push_neighbours;	/* move_thread() queues unlocked neighbours */
 	double *gain;		/* FM gain of a move to the other side */
+	double *tot;		/* weight to the other threads of the split */
 	double eps;		/* gains below this are rounding noise */
 	int *moves;
 	int *buf;
@@ -334,14 +352,56 @@ struct place {
 	signed char *ml_side;
 	struct cm_heap heap[2];
 	int *count;		/* per node: threads its parent gave it */
+	int *xadj;		/* the matrix's rows copied contiguously: */
+	struct cm_matrix_entry *adj;	/* one row after the other */
+	int ml_min;		/* splits of this many threads: multilevel */
+	int effort_set;		/* CM_PLACE_LEAN: ml_min was adapted */
 };
+
+/* Row x of the matrix, from the contiguous copy: the placement scans
+ * rows in every split, and one block of memory keeps them in cache. */
+static int place_row(const struct place *p, int x,
+		     const struct cm_matrix_entry **row)
+{
+	*row = p->adj + p->xadj[x];
+	return p->xadj[x + 1] - p->xadj[x];
+}
+
+/* Copy the rows of m into xadj / adj; 0 or -1. */
+static int copy_rows(struct place *p)
+{
+	size_t nnz = 0;
+
+	p->xadj = malloc(sizeof(int) * ((size_t)p->n + 1));
+	if (!p->xadj)
+		return -1;
+	for (int x = 0; x < p->n; x++) {
+		const struct cm_matrix_entry *row;
+
+		p->xadj[x] = (int)nnz;
+		nnz += (size_t)cm_matrix_row(p->m, x, &row);
+	}
+	p->xadj[p->n] = (int)nnz;
+	p->adj = malloc(sizeof(*p->adj) * (nnz > 0 ? nnz : 1));
+	if (!p->adj)
+		return -1;
+	for (int x = 0; x < p->n; x++) {
+		const struct cm_matrix_entry *row;
+		int deg = cm_matrix_row(p->m, x, &row);
+
+		if (deg > 0)	/* an empty row may be NULL */
+			memcpy(p->adj + p->xadj[x], row,
+			       sizeof(*row) * (size_t)deg);
+	}
+	return 0;
+}
 
 /* Move x to the other side and update its neighbours' gains (and their
  * heap positions, wherever they are). */
 static void move_thread(struct place *p, int x)
 {
 	const struct cm_matrix_entry *row;
-	int deg = cm_matrix_row(p->m, x, &row);
+	int deg = place_row(p, x, &row);
 	int to = !p->side[x];
 
 	p->side[x] = (signed char)to;
@@ -359,23 +419,17 @@ static void move_thread(struct place *p, int x)
 	}
 }
 
-/* Queue the threads of T on the border (a neighbour on the other side):
- * only they can have a useful gain; others join when a neighbour moves. */
+/* Queue the threads of T on the border (links to the other side): only
+ * they can have a useful gain; others join when a neighbour moves.  The
+ * weight to the other side is (gain + tot) / 2, so no row is scanned;
+ * what rounding leaves of a cancelled sum is not a link. */
 static void push_border(struct place *p, const int *T, int t)
 {
 	for (int i = 0; i < t; i++) {
-		const struct cm_matrix_entry *row;
 		int x = T[i];
-		int deg = cm_matrix_row(p->m, x, &row);
 
-		for (int k = 0; k < deg; k++) {
-			int y = row[k].col;
-
-			if (p->side[y] >= 0 && p->side[y] != p->side[x]) {
-				cm_heap_push(&p->heap[p->side[x]], x);
-				break;
-			}
-		}
+		if (p->gain[x] + p->tot[x] > 1e-9 * p->tot[x])
+			cm_heap_push(&p->heap[p->side[x]], x);
 	}
 }
 
@@ -384,17 +438,20 @@ static void compute_gains(struct place *p, const int *T, int t)
 	for (int i = 0; i < t; i++) {
 		const struct cm_matrix_entry *row;
 		int x = T[i];
-		int deg = cm_matrix_row(p->m, x, &row);
-		double g = 0;
+		int deg = place_row(p, x, &row);
+		double g = 0, tot = 0;
 
 		for (int k = 0; k < deg; k++) {
 			int y = row[k].col;
 
-			if (p->side[y] >= 0)
+			if (p->side[y] >= 0) {
 				g += p->side[y] != p->side[x] ? row[k].w
 							      : -row[k].w;
+				tot += row[k].w;
+			}
 		}
 		p->gain[x] = g;
+		p->tot[x] = tot;
 	}
 }
 
@@ -410,7 +467,7 @@ static int peripheral_thread(struct place *p, const int *T, int t)
 	while (head < tail) {
 		const struct cm_matrix_entry *row;
 		int x = queue[head++];
-		int deg = cm_matrix_row(p->m, x, &row);
+		int deg = place_row(p, x, &row);
 
 		for (int k = 0; k < deg; k++) {
 			int y = row[k].col;
@@ -449,7 +506,7 @@ static void grow_side_a(struct place *p, const int *T, int t, int ta)
 			x = T[next];
 		}
 		move_thread(p, x);
-		deg = cm_matrix_row(p->m, x, &row);
+		deg = place_row(p, x, &row);
 		for (int k = 0; k < deg; k++) {
 			int y = row[k].col;
 
@@ -615,11 +672,38 @@ static int multilevel_split(struct place *p, const int *T, struct sizes *z)
 
 static int wants_multilevel(const struct place *p, const struct sizes *z)
 {
-	int min = p->flags & CM_PLACE_LEAN ? LEAN_ML_MIN : MULTILEVEL_MIN;
-
 	return !p->use_order && (p->flags & CM_PLACE_FM) &&
-	       !(p->flags & CM_PLACE_FLAT) && z->t >= min &&
+	       !(p->flags & CM_PLACE_FLAT) && z->t >= p->ml_min &&
 	       z->ta > 0 && z->ta < z->t;
+}
+
+/* CM_PLACE_LEAN, after the first split of all n threads: the share of
+ * the communication it cut sets ml_min for the splits below (see
+ * LEAN_LOOSE_CUT).  Both sums count every link twice. */
+static void adapt_effort(struct place *p, const int *T, int t)
+{
+	double cut = 0, total = 0, share;
+
+	for (int i = 0; i < t; i++) {
+		const struct cm_matrix_entry *row;
+		int x = T[i];
+		int deg = place_row(p, x, &row);
+
+		for (int k = 0; k < deg; k++) {
+			total += row[k].w;
+			if (p->side[row[k].col] != p->side[x])
+				cut += row[k].w;
+		}
+	}
+	p->effort_set = 1;
+	if (!(total > 0))
+		return;
+	share = cut / total;
+	if (share < LEAN_LOOSE_CUT)
+		p->ml_min = p->n + 1;
+	else if (share > LEAN_EXPANDER_CUT &&
+		 p->ml_min < LEAN_EXPANDER_ML_MIN)
+		p->ml_min = LEAN_EXPANDER_ML_MIN;
 }
 
 /* The starting split: multilevel, the given order cut after ta threads,
@@ -654,6 +738,9 @@ static int bisect(struct place *p, int *T, struct sizes *z)
 		if (z->t < z->cap_a + z->cap_b)
 			stack_moves(p, T, z);
 	}
+	if ((p->flags & CM_PLACE_LEAN) && !p->effort_set && z->t == p->n &&
+	    z->ta > 0 && z->ta < z->t)
+		adapt_effort(p, T, z->t);
 	for (int i = 0; i < z->t; i++)
 		if (p->side[T[i]] == 0)
 			p->buf[na++] = T[i];
@@ -800,6 +887,7 @@ static void place_node(struct place *p, int v, int *T, int t)
 struct pairs_ctx {
 	const struct cm_topo *topo;
 	const struct cm_matrix *m;
+	const struct place *pl;	/* for its copy of the rows */
 	int *pu_of_thread;
 	int n;
 	int *first, *second;	/* per node: its threads, -1 if none */
@@ -847,14 +935,14 @@ static int match_threads(const struct pairs_ctx *c, const int *set, int k,
 	for (int i = 0; i < k; i++) {
 		const struct cm_matrix_entry *row;
 
-		cap += (size_t)cm_matrix_row(c->m, set[i], &row);
+		cap += (size_t)place_row(c->pl, set[i], &row);
 	}
 	edges = malloc(sizeof(*edges) * (cap ? cap : 1));
 	if (!edges)
 		return -1;
 	for (int i = 0; i < k; i++) {
 		const struct cm_matrix_entry *row;
-		int deg = cm_matrix_row(c->m, set[i], &row);
+		int deg = place_row(c->pl, set[i], &row);
 
 		for (int j = 0; j < deg; j++) {
 			int o = c->loc[row[j].col];
@@ -880,40 +968,43 @@ static void assign_pairs(struct pairs_ctx *c, int v, const int *set,
 {
 	const struct cm_topo_node *node = cm_topo_node(c->topo, v);
 	int nc = node->nchildren, np = 0;
-	int *pa = malloc(sizeof(int) * (size_t)nc * 4);
-	int *slot_a, *slot_b, *order;
+	int *pa = malloc(sizeof(int) * (size_t)nc * 5);
+	double *pw = malloc(sizeof(double) * (size_t)nc);
+	int *slot_a, *slot_b, *order, *sd;
 
-	if (!pa)
-		return;
+	if (!pa || !pw)
+		goto out;
 	slot_a = pa + nc;
 	slot_b = pa + 2 * nc;
 	order = pa + 3 * nc;
+	sd = pa + 4 * nc;
 	for (int i = 0; i < 2 * nc; i++)
-		if (mate[i] > i)
+		if (mate[i] > i) {
+			pw[np] = pair_weight(c, set[i], set[mate[i]]);
 			pa[np++] = i;
+		}
 	for (int i = 0; i < nc; i++) {
 		int ch = node->first_child + i;
 
 		slot_a[i] = c->pu_of_thread[c->first[ch]];
 		slot_b[i] = c->pu_of_thread[c->second[ch]];
+		sd[i] = cm_topo_distance(c->topo, slot_a[i], slot_b[i]);
 		order[i] = i;
 	}
-	/* insertion sorts: both lists are short */
+	/* insertion sorts (stable; both lists are short): pairs by
+	 * decreasing weight, cores by increasing distance of their slots */
 	for (int i = 1; i < np; i++)
-		for (int j = i; j > 0 && pair_weight(c, set[pa[j]],
-			set[mate[pa[j]]]) > pair_weight(c, set[pa[j - 1]],
-			set[mate[pa[j - 1]]]); j--) {
+		for (int j = i; j > 0 && pw[j] > pw[j - 1]; j--) {
 			int tmp = pa[j];
+			double tw = pw[j];
 
 			pa[j] = pa[j - 1];
 			pa[j - 1] = tmp;
+			pw[j] = pw[j - 1];
+			pw[j - 1] = tw;
 		}
 	for (int i = 1; i < nc; i++)
-		for (int j = i; j > 0 &&
-		     cm_topo_distance(c->topo, slot_a[order[j]],
-				      slot_b[order[j]]) <
-		     cm_topo_distance(c->topo, slot_a[order[j - 1]],
-				      slot_b[order[j - 1]]); j--) {
+		for (int j = i; j > 0 && sd[order[j]] < sd[order[j - 1]]; j--) {
 			int tmp = order[j];
 
 			order[j] = order[j - 1];
@@ -923,7 +1014,9 @@ static void assign_pairs(struct pairs_ctx *c, int v, const int *set,
 		c->pu_of_thread[set[pa[j]]] = slot_a[order[j]];
 		c->pu_of_thread[set[mate[pa[j]]]] = slot_b[order[j]];
 	}
+out:
 	free(pa);
+	free(pw);
 }
 
 /* No pairing of the set weighs more than half the sum of each thread's
@@ -934,7 +1027,7 @@ static double pairing_bound(const struct pairs_ctx *c, const int *set, int k)
 
 	for (int i = 0; i < k; i++) {
 		const struct cm_matrix_entry *row;
-		int deg = cm_matrix_row(c->m, set[i], &row);
+		int deg = place_row(c->pl, set[i], &row);
 		double best = 0;
 
 		for (int j = 0; j < deg; j++)
@@ -950,7 +1043,7 @@ static void unlink_paired(const struct pairs_ctx *c, const int *set, int i,
 			  const int *mate)
 {
 	const struct cm_matrix_entry *row;
-	int deg = cm_matrix_row(c->m, set[i], &row);
+	int deg = place_row(c->pl, set[i], &row);
 
 	for (int j = 0; j < deg; j++) {
 		int o = c->loc[row[j].col];
@@ -966,7 +1059,7 @@ static int heaviest_unpaired(const struct pairs_ctx *c, const int *set,
 			     int i, const int *mate, double *w)
 {
 	const struct cm_matrix_entry *row;
-	int deg = cm_matrix_row(c->m, set[i], &row), best = -1;
+	int deg = place_row(c->pl, set[i], &row), best = -1;
 
 	*w = 0;
 	for (int j = 0; j < deg; j++) {
@@ -995,7 +1088,7 @@ static double greedy_pairing(const struct pairs_ctx *c, const int *set,
 
 	for (int i = 0; i < k; i++) {
 		const struct cm_matrix_entry *row;
-		int deg = cm_matrix_row(c->m, set[i], &row);
+		int deg = place_row(c->pl, set[i], &row);
 
 		mate[i] = -1;
 		c->deg[i] = 0;
@@ -1079,13 +1172,12 @@ static void repair_node(struct pairs_ctx *c, int v, int *set, int *mate)
 
 /* Apply repair_node() to every node of pairs; 0, or -1/ENOMEM (then the
  * mapping is still the valid one from before). */
-static int improve_pairs(const struct cm_topo *topo,
-			 const struct cm_matrix *m, int *pu_of_thread,
-			 int exact_max)
+static int improve_pairs(const struct place *p, int exact_max)
 {
-	int nnodes = cm_topo_nnodes(topo), n = cm_matrix_nthreads(m);
-	struct pairs_ctx c = { .topo = topo, .m = m,
-			       .pu_of_thread = pu_of_thread, .n = n,
+	const struct cm_topo *topo = p->topo;
+	int nnodes = cm_topo_nnodes(topo), n = p->n;
+	struct pairs_ctx c = { .topo = topo, .m = p->m, .pl = p,
+			       .pu_of_thread = p->pu_of_thread, .n = n,
 			       .exact_max = exact_max };
 	int *set = malloc(sizeof(int) * (size_t)n * 2);
 	int rv = -1;
@@ -1135,11 +1227,14 @@ static void place_free(struct place *p)
 	free(p->side);
 	free(p->locked);
 	free(p->gain);
+	free(p->tot);
 	free(p->moves);
 	free(p->buf);
 	free(p->loc);
 	free(p->ml_side);
 	free(p->count);
+	free(p->xadj);
+	free(p->adj);
 	cm_heap_free(&p->heap[0]);
 	cm_heap_free(&p->heap[1]);
 }
@@ -1154,6 +1249,7 @@ static int place_alloc(struct place *p, int n, int nnodes)
 	p->side = malloc(nn);
 	p->locked = calloc(nn, 1);
 	p->gain = calloc(nn, sizeof(double));
+	p->tot = calloc(nn, sizeof(double));
 	p->moves = malloc(nn * sizeof(int));
 	p->buf = malloc(nn * sizeof(int));
 	p->loc = malloc(nn * sizeof(int));
@@ -1163,7 +1259,7 @@ static int place_alloc(struct place *p, int n, int nnodes)
 	    cm_heap_init(&p->heap[0], n, p->gain) ||
 	    cm_heap_init(&p->heap[1], n, p->gain) || !p->node_cap ||
 	    !p->spread || !p->quota || !p->side || !p->locked || !p->gain ||
-	    !p->moves || !p->buf) {
+	    !p->tot || !p->moves || !p->buf || copy_rows(p)) {
 		place_free(p);
 		errno = ENOMEM;
 		return -1;
@@ -1207,17 +1303,19 @@ int cm_map_place_seeded(const struct cm_topo *topo,
 	for (int i = 0; i < n; i++)
 		T[i] = order ? order[i] : i;
 	p.eps = 1e-12 * cm_matrix_max(m);
+	p.ml_min = flags & CM_PLACE_LEAN ? LEAN_ML_MIN : MULTILEVEL_MIN;
 	cm_map_node_capacity(topo, cap, p.node_cap);
 	cm_map_spread_weight(topo, p.spread);
 	place_node(&p, 0, T, n);
 	free(T);
-	place_free(&p);
 	if ((flags & CM_PLACE_FM) &&
-	    improve_pairs(topo, m, pu_of_thread, flags & CM_PLACE_LEAN ?
-			  LEAN_PAIRS_EXACT_MAX : PAIRS_EXACT_MAX)) {
+	    improve_pairs(&p, flags & CM_PLACE_LEAN ? LEAN_PAIRS_EXACT_MAX
+						    : PAIRS_EXACT_MAX)) {
+		place_free(&p);
 		errno = ENOMEM;
 		return -1;
 	}
+	place_free(&p);
 	return 0;
 }
 

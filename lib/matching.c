@@ -823,6 +823,60 @@ static int cmp_edge_key(const void *a, const void *b)
 	return 0;
 }
 
+static int cmp_weight_desc(const void *a, const void *b);
+
+/* Edge order: by (u, v), or by decreasing weight then (u, v). */
+static int edge_before(const struct iedge *x, const struct iedge *y,
+		       int by_weight)
+{
+	if (by_weight && x->w != y->w)
+		return x->w > y->w;
+	if (x->u != y->u)
+		return x->u < y->u;
+	return x->v < y->v;
+}
+
+/* Bottom-up merge sort of q[0..m-1]: the same order as qsort with
+ * cmp_edge_key / cmp_weight_desc (total orders on distinct edges), without
+ * a call per comparison; these sorts ran for every node of pairs of the
+ * lean mapper.  Falls back to qsort when out of memory. */
+static void sort_edges(struct iedge *q, int m, int by_weight)
+{
+	struct iedge *tmp = m > 1 ? malloc(sizeof(*q) * (size_t)m) : NULL;
+	struct iedge *src = q, *dst = tmp;
+
+	if (m < 2)
+		return;
+	if (!tmp) {
+		qsort(q, (size_t)m, sizeof(*q), by_weight ? cmp_weight_desc
+							  : cmp_edge_key);
+		return;
+	}
+	for (int width = 1; width < m; width *= 2) {
+		for (int lo = 0; lo < m; lo += 2 * width) {
+			int mid = lo + width < m ? lo + width : m;
+			int hi = lo + 2 * width < m ? lo + 2 * width : m;
+			int a = lo, b = mid, k = lo;
+
+			while (a < mid && b < hi)
+				dst[k++] = edge_before(&src[b], &src[a],
+						       by_weight) ? src[b++]
+								  : src[a++];
+			while (a < mid)
+				dst[k++] = src[a++];
+			while (b < hi)
+				dst[k++] = src[b++];
+		}
+		struct iedge *t = src;
+
+		src = dst;
+		dst = t;
+	}
+	if (src != q)
+		memcpy(q, src, sizeof(*q) * (size_t)m);
+	free(tmp);
+}
+
 static int check_input(int n, const struct cm_match_edge *edges,
 		       size_t nedges, const int *mate)
 {
@@ -873,8 +927,7 @@ static int quantise(const struct cm_match_edge *edges, size_t nedges,
 		q[m].v = u < v ? v : u;
 		q[m++].w = w;
 	}
-	if (m > 0)
-		qsort(q, (size_t)m, sizeof(*q), cmp_edge_key);
+	sort_edges(q, m, 0);
 	int w = 0;
 
 	for (int r = 0; r < m; r++) {
@@ -1091,8 +1144,7 @@ int cm_matching_perfect_greedy(int n, const struct cm_match_edge *edges,
 		mate[v] = -1;
 	if (m > 0 && adjacency_build(n, q, m, &adj) < 0)
 		goto out;
-	if (m > 0)
-		qsort(q, (size_t)m, sizeof(*q), cmp_weight_desc);
+	sort_edges(q, m, 1);
 	for (int k = 0; k < m; k++) {
 		if (mate[q[k].u] < 0 && mate[q[k].v] < 0) {
 			mate[q[k].u] = q[k].v;

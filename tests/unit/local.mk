@@ -21,6 +21,7 @@ TESTS += $(UNIT_TESTS)
 UNIT_LDADD = lib/libcommap.la $(HWLOC_LIBS) $(JANSSON_LIBS) -lm
 UNIT_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) $(JANSSON_CFLAGS) -I$(top_srcdir)/tests/unit
 EXTRA_DIST += tests/unit/tap.h
+EXTRA_DIST += tests/unit/map_test_util.h
 
 tests_unit_test_error_t_SOURCES = tests/unit/test_error.c
 tests_unit_test_error_t_CFLAGS = $(UNIT_CFLAGS)

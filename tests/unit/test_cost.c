@@ -7,23 +7,7 @@
 #include "commap/cost.h"
 #include "commap/rand.h"
 #include "tap.h"
-
-static struct cm_topo *topo_load(const char *spec, const char *cpulist)
-{
-	struct cm_error err = { "" };
-	struct cm_topo *t = NULL;
-
-	if (cm_topo_load_synthetic(&t, spec, &err) < 0) {
-		diag("loading '%s': %s", spec, err.text);
-		return NULL;
-	}
-	if (cpulist && cm_topo_restrict(t, cpulist, &err) < 0) {
-		diag("restricting to %s: %s", cpulist, err.text);
-		cm_topo_free(t);
-		return NULL;
-	}
-	return t;
-}
+#include "map_test_util.h"
 
 /* 5 threads: 0-1 weight 2, 2-3 weight 3, 0-2 weight 1, thread 4 silent. */
 static struct cm_matrix *small_matrix(void)
@@ -40,7 +24,7 @@ static struct cm_matrix *small_matrix(void)
  * same package 5, different packages 6 (no caches in that description). */
 static void test_cost_by_hand(void)
 {
-	struct cm_topo *t = topo_load("pack:2 core:2 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
 	struct cm_matrix *m = small_matrix();
 	static const struct {
 		int map[5];
@@ -63,7 +47,7 @@ static void test_cost_by_hand(void)
 
 static void test_cost_edges(void)
 {
-	struct cm_topo *t = topo_load("pack:2 core:2 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
 	struct cm_matrix *empty = cm_matrix_new(0), *one = cm_matrix_new(1);
 	struct cm_matrix *zero = cm_matrix_new(4), *huge = cm_matrix_new(2);
 	int map[4] = { 0, 1, 2, 3 }, bad[4] = { 0, 1, 8, 3 };
@@ -91,8 +75,8 @@ static void test_cost_edges(void)
  * Total communication of small_matrix() is 6. */
 static void test_data_sharing_by_hand(void)
 {
-	struct cm_topo *t = topo_load("pack:2 core:2 pu:2", NULL);
-	struct cm_topo *big = topo_load("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
+	struct cm_topo *big = map_test_topo("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
 	struct cm_matrix *m = small_matrix();
 	int pairs[5] = { 0, 1, 2, 3, 4 }, split[5] = { 0, 4, 1, 5, 2 };
 	int l3[5] = { 0, 2, 4, 6, 20 }, numa[5] = { 0, 16, 2, 18, 40 };
@@ -133,8 +117,8 @@ static void test_data_sharing_by_hand(void)
  * closest distance the tree offers (1 on SMT machines). */
 static void test_accuracy_by_hand(void)
 {
-	struct cm_topo *t = topo_load("pack:2 core:2 pu:2", NULL);
-	struct cm_topo *nosmt = topo_load("pack:2 core:2 pu:1", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
+	struct cm_topo *nosmt = map_test_topo("pack:2 core:2 pu:1", NULL);
 	struct cm_matrix *m = small_matrix();
 	int pairs[5] = { 0, 1, 2, 3, 4 }, split[5] = { 0, 4, 1, 5, 2 };
 	int half[5] = { 0, 1, 2, 4, 3 }, stacked[5] = { 0, 0, 1, 1, 2 };
@@ -162,7 +146,7 @@ static void test_accuracy_by_hand(void)
  * core alone, PUs 1-2 and 3-4 are sibling pairs in different packages. */
 static void test_holes(void)
 {
-	struct cm_topo *t = topo_load("pack:2 core:2 pu:2", "0,2,3,6,7");
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", "0,2,3,6,7");
 	struct cm_matrix *m = cm_matrix_new(4);
 	int map[4] = { 0, 1, 3, 4 };
 
@@ -183,7 +167,7 @@ static void test_holes(void)
 /* cm_cost agrees with a dense O(n^2) evaluation on random inputs. */
 static void test_cost_matches_dense(void)
 {
-	struct cm_topo *t = topo_load("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
 	uint64_t seed = 7;
 	int agree = 1;
 

@@ -9,19 +9,7 @@
 #include "commap/matrix_gen.h"
 #include "commap/rand.h"
 #include "tap.h"
-
-static struct cm_topo *load(const char *spec, const char *cpulist)
-{
-	struct cm_topo *t = NULL;
-
-	if (cm_topo_load_synthetic(&t, spec, NULL) < 0)
-		return NULL;
-	if (cpulist && cm_topo_restrict(t, cpulist, NULL) < 0) {
-		cm_topo_free(t);
-		return NULL;
-	}
-	return t;
-}
+#include "map_test_util.h"
 
 /* Threads placed in cur whose PU differs in map. */
 static int moves(int n, const int *cur, const int *map)
@@ -38,7 +26,7 @@ static int moves(int n, const int *cur, const int *map)
  * the original moves nobody. */
 static void test_known_automorphism(void)
 {
-	struct cm_topo *t = load("pack:2 core:2 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
 	int cur[8], map[8];
 
 	for (int i = 0; i < 8; i++) {
@@ -66,7 +54,7 @@ static void test_known_automorphism(void)
 static void test_no_swap_between_shapes(void)
 {
 	/* package 0 keeps 2 cores, package 1 only one PU */
-	struct cm_topo *t = load("pack:2 core:2 pu:2", "0-3,4");
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", "0-3,4");
 	int cur[5] = { 4, 0, 1, 2, 3 }, map[5] = { 0, 1, 2, 3, 4 };
 
 	ok(t && cm_map_align(t, 5, cur, map) == 0,
@@ -105,7 +93,7 @@ static void test_random_properties(void)
 	    total_after = 0, runs = 0;
 
 	for (int s = 0; s < 3; s++) {
-		struct cm_topo *t = load(specs[s], cpus[s]);
+		struct cm_topo *t = map_test_topo(specs[s], cpus[s]);
 		int npus = t ? cm_topo_npus(t) : 0;
 
 		for (int r = 0; t && r < 24; r++) {
@@ -161,7 +149,7 @@ next:
 
 static void test_errors(void)
 {
-	struct cm_topo *t = load("pack:2 core:2 pu:1", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:1", NULL);
 	int cur[2] = { 0, 1 }, bad[2] = { 0, 4 };
 
 	ok(cm_map_align(t, 2, cur, bad) == -1 && errno == EINVAL,

@@ -6,23 +6,7 @@
 
 #include "commap/mapping.h"
 #include "tap.h"
-
-static struct cm_topo *topo_load(const char *spec, const char *cpulist)
-{
-	struct cm_error err = { "" };
-	struct cm_topo *t = NULL;
-
-	if (cm_topo_load_synthetic(&t, spec, &err) < 0) {
-		diag("loading '%s': %s", spec, err.text);
-		return NULL;
-	}
-	if (cpulist && cm_topo_restrict(t, cpulist, &err) < 0) {
-		diag("restricting to %s: %s", cpulist, err.text);
-		cm_topo_free(t);
-		return NULL;
-	}
-	return t;
-}
+#include "map_test_util.h"
 
 /* Map n threads (zero matrix) with alg; -1 on failure. */
 static int run(const struct cm_topo *t, int n, enum cm_map_algorithm alg,
@@ -109,7 +93,7 @@ static void test_placements(void)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct bcase *c = &cases[i];
-		struct cm_topo *t = topo_load(c->spec, c->cpulist);
+		struct cm_topo *t = map_test_topo(c->spec, c->cpulist);
 		int map[16];
 
 		if (!ok(t && run(t, c->n, c->alg, c->oversubscribe, 0,
@@ -125,7 +109,7 @@ static void test_placements(void)
 static void test_big_machine(void)
 {
 	static const int spread8[8] = { 0, 64, 32, 96, 16, 80, 48, 112 };
-	struct cm_topo *t = topo_load("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
 	int map[128], ok_compact = 1, ok_rr = 1, cores = 1, seen[128] = { 0 };
 
 	run(t, 128, CM_MAP_COMPACT, 0, 0, map);
@@ -156,7 +140,7 @@ static void test_big_machine(void)
 
 static void test_random(void)
 {
-	struct cm_topo *t = topo_load("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
 	int a[128], b[128], c[128], seen[128] = { 0 }, perm = 1;
 	int over[200], load[128] = { 0 }, balanced = 1;
 
@@ -184,7 +168,7 @@ static void test_random(void)
 
 static void test_errors(void)
 {
-	struct cm_topo *t = topo_load("pack:2 core:2 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
 	struct cm_matrix *m = cm_matrix_new(9), *none = cm_matrix_new(0);
 	struct cm_map_options opts = { .algorithm = CM_MAP_SCATTER };
 	struct cm_error err = { "" };

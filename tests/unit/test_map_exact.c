@@ -12,23 +12,7 @@
 #include "commap/rand.h"
 #include "map_internal.h"
 #include "tap.h"
-
-static struct cm_topo *topo_load(const char *spec, const char *cpulist)
-{
-	struct cm_error err = { "" };
-	struct cm_topo *t = NULL;
-
-	if (cm_topo_load_synthetic(&t, spec, &err) < 0) {
-		diag("loading '%s': %s", spec, err.text);
-		return NULL;
-	}
-	if (cpulist && cm_topo_restrict(t, cpulist, &err) < 0) {
-		diag("restricting to %s: %s", cpulist, err.text);
-		cm_topo_free(t);
-		return NULL;
-	}
-	return t;
-}
+#include "map_test_util.h"
 
 static int exact(const struct cm_topo *t, const struct cm_matrix *m,
 		 int oversubscribe, int *map)
@@ -82,7 +66,7 @@ static struct cm_matrix *random_matrix(uint64_t *seed, int n, int density)
 
 static void test_pairs_small(void)
 {
-	struct cm_topo *t = topo_load("pack:2 core:2 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
 	struct cm_matrix *m = pairs(8, 10);
 	int map[8], siblings = 1;
 
@@ -99,7 +83,7 @@ static void test_pairs_small(void)
  * spread over the four NUMA nodes (they do not). */
 static void test_pairs_spread(void)
 {
-	struct cm_topo *t = topo_load("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
 	struct cm_matrix *m = pairs(8, 3);
 	int map[8], siblings = 1, numa_seen[4] = { 0 }, spread = 1;
 
@@ -120,7 +104,7 @@ static void test_pairs_spread(void)
  * up on SMT siblings while cores are free. */
 static void test_idle_threads_spread(void)
 {
-	struct cm_topo *t = topo_load("pack:2 core:2 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
 	struct cm_matrix *zero = cm_matrix_new(4), *m = cm_matrix_new(3);
 	int map[4], cores = 1, per_pack[2] = { 0 };
 
@@ -195,7 +179,7 @@ static void test_brute_force(void)
 	int all = 1, rounds = 0;
 
 	for (size_t k = 0; k < sizeof(trees) / sizeof(trees[0]); k++) {
-		struct cm_topo *t = topo_load(trees[k].spec, trees[k].cpulist);
+		struct cm_topo *t = map_test_topo(trees[k].spec, trees[k].cpulist);
 
 		for (int r = 0; r < 6; r++) {
 			int n = trees[k].nmin + r % (trees[k].nmax -
@@ -232,7 +216,7 @@ static void test_never_worse_than_baselines(void)
 	int all = 1, rounds = 0;
 
 	for (int r = 0; r < 24; r++) {
-		struct cm_topo *t = topo_load(specs[r % 3], NULL);
+		struct cm_topo *t = map_test_topo(specs[r % 3], NULL);
 		int n = 1 + (int)cm_rand_below(&seed, r % 3 == 0 ? 8 : 10);
 		struct cm_matrix *m = random_matrix(&seed, n, 20 + 3 * r);
 		int map[12], bmap[12];
@@ -269,7 +253,7 @@ static void test_never_worse_than_baselines(void)
  * the bound) and three groups of four. */
 static void test_twelve_on_128(void)
 {
-	struct cm_topo *t = topo_load("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
 	uint64_t seed = 5;
 	struct cm_matrix *dense = random_matrix(&seed, 12, 100);
 	struct cm_matrix *quads = cm_matrix_new(12);
@@ -310,7 +294,7 @@ static void test_twelve_on_128(void)
  * The result is still valid and no worse than any baseline. */
 static void test_near_uniform(void)
 {
-	struct cm_topo *t = topo_load("pack:2 l3:2 core:2 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 l3:2 core:2 pu:2", NULL);
 	struct cm_matrix *m = cm_matrix_new(12);
 	struct cm_map_options o = { .algorithm = CM_MAP_COMPACT };
 	uint64_t seed = 1;
@@ -338,8 +322,8 @@ static void test_near_uniform(void)
 
 static void test_edges(void)
 {
-	struct cm_topo *t = topo_load("pack:2 core:2 pu:2", NULL);
-	struct cm_topo *holes = topo_load("pack:2 core:2 pu:2", "0,2,3,6,7");
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
+	struct cm_topo *holes = map_test_topo("pack:2 core:2 pu:2", "0,2,3,6,7");
 	struct cm_matrix *m13 = cm_matrix_new(13), *m9 = pairs(9, 1);
 	struct cm_matrix *none = cm_matrix_new(0), *one = cm_matrix_new(1);
 	struct cm_matrix *huge = pairs(4, 1e300), *m4 = pairs(4, 1);

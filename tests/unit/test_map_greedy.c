@@ -12,16 +12,7 @@
 #include "map_internal.h"
 #include "map_refine.h"
 #include "tap.h"
-
-static struct cm_topo *load(const char *spec)
-{
-	struct cm_topo *t = NULL;
-	struct cm_error err;
-
-	if (cm_topo_load_synthetic(&t, spec, &err))
-		diag("cannot load %s: %s", spec, err.text);
-	return t;
-}
+#include "map_test_util.h"
 
 static struct cm_matrix *gen(const char *pattern, int n, uint64_t shuffle)
 {
@@ -65,7 +56,7 @@ static int edges_within(const struct cm_topo *t, const struct cm_matrix *m,
 
 static void test_pairs_on_siblings(void)
 {
-	struct cm_topo *t = load("pack:2 core:2 pu:2");
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
 	struct cm_matrix *m = gen("pairs", 8, 5);
 	int pu[8];
 
@@ -79,7 +70,7 @@ static void test_pairs_on_siblings(void)
 
 static void test_clusters_under_l3(void)
 {
-	struct cm_topo *t = load("pack:2 numa:2 l3:2 core:8 pu:2");
+	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
 	struct cm_matrix *m = gen("clusters:16", 128, 11);
 	int pu[128];
 
@@ -94,7 +85,7 @@ static void test_clusters_under_l3(void)
 /* n < npus without communication: one thread per core, packages even. */
 static void test_spread_zero_matrix(void)
 {
-	struct cm_topo *t = load("pack:2 core:4 pu:2");
+	struct cm_topo *t = map_test_topo("pack:2 core:4 pu:2", NULL);
 	struct cm_matrix *m = cm_matrix_new(4);
 	int pu[4], per_pack[2] = { 0, 0 }, distinct_core = 1;
 
@@ -114,7 +105,7 @@ static void test_spread_zero_matrix(void)
 
 static void test_oversubscribe(void)
 {
-	struct cm_topo *t = load("pack:2 core:2 pu:2");
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
 	struct cm_matrix *m = gen("clusters:4", 20, 3);
 	struct cm_matrix *m16 = gen("clusters:4", 16, 3);
 	int pu[20], load_[8] = { 0 };
@@ -143,7 +134,7 @@ static void test_oversubscribe(void)
 
 static void test_edges(void)
 {
-	struct cm_topo *t = load("pack:2 core:2 pu:2");
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
 	struct cm_matrix *m0 = cm_matrix_new(0), *m1 = cm_matrix_new(1);
 	struct cm_matrix *big = cm_matrix_new(4);
 	int pu[4] = { -1, -1, -1, -1 }, cap[8];
@@ -174,7 +165,7 @@ static void test_edges(void)
 /* A cpuset with holes: uneven cores and packages. */
 static void test_cpuset_holes(void)
 {
-	struct cm_topo *t = load("pack:2 numa:2 l3:2 core:8 pu:2");
+	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
 	struct cm_matrix *m = gen("clusters:8", 40, 9);
 	struct cm_error err;
 	int pu[40];
@@ -190,7 +181,7 @@ static void test_cpuset_holes(void)
 
 static void test_deterministic(void)
 {
-	struct cm_topo *t = load("pack:2 numa:2 l3:2 core:8 pu:2");
+	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
 	struct cm_matrix *m = gen("random", 100, 4);
 	int a[100], b[100];
 
@@ -204,7 +195,7 @@ static void test_deterministic(void)
  * core; 20 threads over capacities 8 + 12: capped proportionally. */
 static void test_spread_quota(void)
 {
-	struct cm_topo *t = load("pack:2 core:4 pu:2");
+	struct cm_topo *t = map_test_topo("pack:2 core:4 pu:2", NULL);
 	int nnodes = cm_topo_nnodes(t), cap[16], *node_cap, *quota;
 	int sum = 0, maxq = 0;
 
@@ -232,7 +223,7 @@ static void test_spread_quota(void)
  * more than the natural block placement (thread order = grid order). */
 static void test_stencil_fm(void)
 {
-	struct cm_topo *t = load("pack:2 numa:2 l3:2 core:8 pu:2");
+	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
 	struct cm_matrix *m = gen("stencil2d", 128, 0);
 	int cap[128], pu[128], natural[128];
 
@@ -301,7 +292,7 @@ static void test_multilevel(void)
  * pairing both start with b-c. */
 static void test_pairs_exact(void)
 {
-	struct cm_topo *t = load("core:2 pu:2");
+	struct cm_topo *t = map_test_topo("core:2 pu:2", NULL);
 	struct cm_matrix *m = cm_matrix_new(4);
 	int cap[4], pu[4], rv;
 	unsigned flags[2] = { CM_PLACE_FM, CM_PLACE_FM | CM_PLACE_LEAN };
@@ -325,7 +316,7 @@ static void test_pairs_exact(void)
  * a grid no worse than natural blocks, deterministic per seed. */
 static void test_lean_place(void)
 {
-	struct cm_topo *t = load("pack:2 numa:2 l3:4 core:8 pu:2");
+	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:4 core:8 pu:2", NULL);
 	struct cm_matrix *clus = gen("clusters:8", 256, 3);
 	struct cm_matrix *grid = gen("stencil2d", 256, 4);
 	struct cm_matrix *plain = gen("stencil2d", 256, 0);
@@ -360,7 +351,7 @@ static void test_lean_place(void)
  * no window can meet stops after the first window. */
 static void test_refine_effort(void)
 {
-	struct cm_topo *t = load("pack:2 numa:2 l3:2 core:4 pu:2");
+	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:2 core:4 pu:2", NULL);
 	struct cm_matrix *m = gen("random", 64, 0);
 	struct cm_matrix *big = gen("ring", 100, 6);
 	struct cm_map_options o = { .algorithm = CM_MAP_RANDOM, .seed = 3 };

@@ -11,23 +11,7 @@
 #include "map_internal.h"
 #include "matching.h"
 #include "tap.h"
-
-static struct cm_topo *load(const char *spec, const char *cpus)
-{
-	struct cm_topo *t = NULL;
-	struct cm_error err = { "" };
-
-	if (cm_topo_load_synthetic(&t, spec, &err)) {
-		diag("cannot load %s: %s", spec, err.text);
-		return NULL;
-	}
-	if (cpus && cm_topo_restrict(t, cpus, &err)) {
-		diag("cannot restrict %s to %s: %s", spec, cpus, err.text);
-		cm_topo_free(t);
-		return NULL;
-	}
-	return t;
-}
+#include "map_test_util.h"
 
 static struct cm_matrix *gen(const char *pattern, int n, uint64_t shuffle)
 {
@@ -89,7 +73,7 @@ static int edges_within(const struct cm_topo *t, const struct cm_matrix *m,
 
 static void test_pairs_on_siblings(void)
 {
-	struct cm_topo *t = load("pack:2 core:2 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
 	struct cm_matrix *m = gen("pairs", 8, 3);
 	int pu[8];
 
@@ -104,7 +88,7 @@ static void test_pairs_on_siblings(void)
 static void test_clusters_under_l3(void)
 {
 	const char *spec = "pack:2 numa:2 l3:2 core:8 pu:2";
-	struct cm_topo *t = load(spec, NULL);
+	struct cm_topo *t = map_test_topo(spec, NULL);
 	struct cm_matrix *m = gen("clusters:16", 128, 11);
 	int pu[128];
 
@@ -121,7 +105,7 @@ static void test_clusters_under_l3(void)
  * half per package cuts 4 edges). */
 static void test_stencil(void)
 {
-	struct cm_topo *t = load("pack:2 core:8 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 core:8 pu:2", NULL);
 	struct cm_matrix *m = gen("stencil2d", 32, 5);
 	int pu[32], sibling_ok = 1, cross = 0;
 
@@ -150,7 +134,7 @@ static void test_stencil(void)
 /* 6 cores per package (not a power of two): clusters of 6 threads. */
 static void test_non_power_of_two(void)
 {
-	struct cm_topo *t = load("pack:2 core:6 pu:1", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 core:6 pu:1", NULL);
 	struct cm_matrix *m = gen("clusters:6", 12, 21);
 	int pu[12];
 
@@ -164,7 +148,7 @@ static void test_non_power_of_two(void)
 /* Fewer threads than PUs: spread over cores before SMT siblings. */
 static void test_spread(void)
 {
-	struct cm_topo *t = load("pack:2 core:4 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 core:4 pu:2", NULL);
 	struct cm_matrix *m = gen("pairs", 8, 0);
 	int pu[8], doubled = 0;
 
@@ -183,7 +167,7 @@ static void test_spread(void)
 
 static void test_oversubscription(void)
 {
-	struct cm_topo *t = load("core:2 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("core:2 pu:2", NULL);
 	struct cm_matrix *m = gen("pairs", 16, 9);
 	int pu[16], load_[4] = { 0 }, bal = 1;
 	struct cm_map_options o = { .algorithm = CM_MAP_MATCHING };
@@ -223,7 +207,7 @@ static void test_random_validity(void)
 	uint64_t rs = 31;
 
 	for (size_t ti = 0; ti < sizeof(topos) / sizeof(topos[0]); ti++) {
-		struct cm_topo *t = load(topos[ti].spec, topos[ti].cpus);
+		struct cm_topo *t = map_test_topo(topos[ti].spec, topos[ti].cpus);
 		int npus = t ? cm_topo_npus(t) : 0;
 
 		for (int r = 0; t && r < 12; r++) {
@@ -258,7 +242,7 @@ static void test_random_validity(void)
 
 static void test_determinism(void)
 {
-	struct cm_topo *t = load("pack:2 l3:2 core:4 pu:2", "0-13,15-31");
+	struct cm_topo *t = map_test_topo("pack:2 l3:2 core:4 pu:2", "0-13,15-31");
 	struct cm_matrix *m = gen("random", 27, 4);
 	int a[27], b[27], c[27];
 
@@ -273,7 +257,7 @@ static void test_determinism(void)
 
 static void test_edges(void)
 {
-	struct cm_topo *t = load("pack:2 core:2 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
 	struct cm_matrix *zero = cm_matrix_new(5), *one = cm_matrix_new(1);
 	struct cm_matrix *empty = cm_matrix_new(0), *big = cm_matrix_new(4);
 	struct cm_map_options o = { .algorithm = CM_MAP_MATCHING };
@@ -316,7 +300,7 @@ static void test_edges(void)
  * cores of one L3); shuffled compact placement is far worse. */
 static void test_quality(void)
 {
-	struct cm_topo *t = load("pack:2 numa:2 l3:4 core:8 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:4 core:8 pu:2", NULL);
 	struct cm_matrix *m = gen("clusters:8", 256, 77);
 	struct cm_matrix *plain = gen("clusters:8", 256, 0);
 	int *pu = malloc(sizeof(int) * 256), *compact = malloc(sizeof(int) *
@@ -355,7 +339,7 @@ static void add_dense_background(struct cm_matrix *m)
  * graph of each group's heaviest edges, which must keep the clusters. */
 static void test_candidate_graph(void)
 {
-	struct cm_topo *t = load("pack:8 numa:2 l3:2 core:8 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:8 numa:2 l3:2 core:8 pu:2", NULL);
 	struct cm_matrix *m = gen("clusters:16", 512, 5);
 	int *pu = malloc(sizeof(int) * 512);
 
@@ -379,7 +363,7 @@ static void test_candidate_graph(void)
 static void test_large_greedy_round(void)
 {
 	enum { N = 8192 };
-	struct cm_topo *t = load("pack:2 core:2 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
 	struct cm_matrix *m = gen("ring", N, 8);
 	int *pu = malloc(sizeof(int) * N), apart = 0;
 

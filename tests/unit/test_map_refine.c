@@ -10,23 +10,7 @@
 #include "commap/mapping.h"
 #include "commap/rand.h"
 #include "tap.h"
-
-static struct cm_topo *topo_load(const char *spec, const char *cpulist)
-{
-	struct cm_error err = { "" };
-	struct cm_topo *t = NULL;
-
-	if (cm_topo_load_synthetic(&t, spec, &err) < 0) {
-		diag("loading '%s': %s", spec, err.text);
-		return NULL;
-	}
-	if (cpulist && cm_topo_restrict(t, cpulist, &err) < 0) {
-		diag("restricting to %s: %s", cpulist, err.text);
-		cm_topo_free(t);
-		return NULL;
-	}
-	return t;
-}
+#include "map_test_util.h"
 
 static int baseline(const struct cm_topo *t, const struct cm_matrix *m,
 		    enum cm_map_algorithm alg, uint64_t seed,
@@ -114,7 +98,7 @@ static void test_never_worse(void)
 	int improved = 0, rounds = 0;
 
 	for (int r = 0; r < 160; r++) {
-		struct cm_topo *t = topo_load(trees[r % 4].spec,
+		struct cm_topo *t = map_test_topo(trees[r % 4].spec,
 					      trees[r % 4].cpulist);
 		int npus = cm_topo_npus(t);
 		int over = r % 3 == 0;
@@ -167,7 +151,7 @@ static void test_never_worse(void)
  * the optimum, every pair on SMT siblings. */
 static void test_scrambled_pairs(void)
 {
-	struct cm_topo *t = topo_load("pack:2 core:4 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 core:4 pu:2", NULL);
 	struct cm_matrix *m = cm_matrix_new(16);
 	int map[16], siblings = 1;
 	double c0;
@@ -192,7 +176,7 @@ static void test_scrambled_pairs(void)
 /* Free PUs: a pair at opposite ends of the machine moves together. */
 static void test_moves_to_free_pus(void)
 {
-	struct cm_topo *t = topo_load("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
 	struct cm_matrix *m = cm_matrix_new(3);
 	int map[3] = { 0, 127, 64 };
 
@@ -210,7 +194,7 @@ static void test_moves_to_free_pus(void)
  * together (a thread moves next to its partners). */
 static void test_stencil(void)
 {
-	struct cm_topo *t = topo_load("pack:2 numa:2 l3:2 core:16 pu:2",
+	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:2 core:16 pu:2",
 				      NULL);
 	struct cm_matrix *m = grid(16);
 	int map[256];
@@ -228,7 +212,7 @@ static void test_stencil(void)
 
 static void test_edges(void)
 {
-	struct cm_topo *t = topo_load("pack:2 core:2 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
 	struct cm_matrix *none = cm_matrix_new(0), *zero = cm_matrix_new(5);
 	struct cm_matrix *m = cm_matrix_new(3), *m9 = cm_matrix_new(9);
 	int map[9] = { 0, 4, 1, 5, 2 }, bad[3] = { 0, 0, 1 };
@@ -275,7 +259,7 @@ static void test_edges(void)
 /* Holes: the refined mapping uses only the allowed PUs and is valid. */
 static void test_holes(void)
 {
-	struct cm_topo *t = topo_load("pack:2 core:2 pu:2", "0,2,3,6,7");
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", "0,2,3,6,7");
 	struct cm_matrix *m = cm_matrix_new(4);
 	int map[4] = { 0, 3, 1, 4 };
 
@@ -292,7 +276,7 @@ static void test_holes(void)
 /* Scale: 4096 threads, a 64 x 64 stencil, on 4096 PUs from compact. */
 static void test_scale(void)
 {
-	struct cm_topo *t = topo_load("pack:16 numa:2 l3:4 core:16 pu:2",
+	struct cm_topo *t = map_test_topo("pack:16 numa:2 l3:4 core:16 pu:2",
 				      NULL);
 	struct cm_matrix *m = grid(64);
 	int *map = malloc(sizeof(int) * 4096);

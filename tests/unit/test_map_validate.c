@@ -6,6 +6,7 @@
 
 #include "commap/mapping.h"
 #include "tap.h"
+#include "map_test_util.h"
 
 static void test_names(void)
 {
@@ -54,20 +55,6 @@ static void test_parse_errors(void)
 	   alg == CM_MAP_RANDOM, "NULL error buffer allowed");
 }
 
-static struct cm_topo *topo_load(const char *spec, const char *cpulist)
-{
-	struct cm_error err = { "" };
-	struct cm_topo *t = NULL;
-
-	if (cm_topo_load_synthetic(&t, spec, &err) < 0)
-		return NULL;
-	if (cpulist && cm_topo_restrict(t, cpulist, &err) < 0) {
-		cm_topo_free(t);
-		return NULL;
-	}
-	return t;
-}
-
 /* One row: a mapping on "pack:2 core:2 pu:2" (8 PUs) and the verdict. */
 struct vcase {
 	int n;
@@ -104,7 +91,7 @@ static void test_validate_table(void)
 		{ 10, { 0, 0, 1, 1, 2, 2, 3, 3, 4, 5 }, 1, 0, "PU 6",
 		  "an empty PU while floor is 1" },
 	};
-	struct cm_topo *t = topo_load("pack:2 core:2 pu:2", NULL);
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct vcase *c = &cases[i];
@@ -136,7 +123,7 @@ static void test_validate_table(void)
 /* Holes: indices are PU indices of the restricted topology (5 PUs). */
 static void test_validate_holes(void)
 {
-	struct cm_topo *t = topo_load("pack:2 core:2 pu:2", "0,2,3,6,7");
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", "0,2,3,6,7");
 	int map5[5] = { 4, 3, 2, 1, 0 }, map6[6] = { 0, 1, 2, 3, 4, 4 };
 	int out[2] = { 0, 5 };
 

@@ -8,16 +8,7 @@
 #include "commap/matrix_gen.h"
 #include "commap/rand.h"
 #include "tap.h"
-
-static struct cm_topo *load(const char *spec)
-{
-	struct cm_topo *t = NULL;
-	struct cm_error err;
-
-	if (cm_topo_load_synthetic(&t, spec, &err))
-		diag("cannot load %s: %s", spec, err.text);
-	return t;
-}
+#include "map_test_util.h"
 
 static struct cm_matrix *gen(const char *pattern, int n, uint64_t seed,
 			     uint64_t shuffle)
@@ -61,7 +52,7 @@ static int edges_within(const struct cm_topo *t, const struct cm_matrix *m,
 
 static void test_errors(void)
 {
-	struct cm_topo *t = load("pack:2 core:2 pu:2");
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
 	struct cm_matrix *m = gen("ring", 9, 0, 0);
 	struct cm_map_options o = { .algorithm = CM_MAP_AUTO };
 	struct cm_error err = { "" };
@@ -89,7 +80,7 @@ static void test_errors(void)
 
 static void test_tiny(void)
 {
-	struct cm_topo *t = load("pack:2 core:2 pu:2");
+	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
 	struct cm_matrix *m0 = cm_matrix_new(0), *m1 = cm_matrix_new(1);
 
 	for (int a = 0; a < CM_MAP_ALGORITHM_COUNT; a++) {
@@ -108,8 +99,8 @@ static void test_tiny(void)
 
 static void test_known_answers(void)
 {
-	struct cm_topo *t8 = load("pack:2 core:2 pu:2");
-	struct cm_topo *t128 = load("pack:2 numa:2 l3:2 core:8 pu:2");
+	struct cm_topo *t8 = map_test_topo("pack:2 core:2 pu:2", NULL);
+	struct cm_topo *t128 = map_test_topo("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
 	struct cm_matrix *pairs = gen("pairs", 8, 0, 3);
 	struct cm_matrix *clus = gen("clusters:16", 128, 0, 17);
 	struct cm_matrix *grid = gen("stencil2d", 128, 0, 0);
@@ -139,7 +130,7 @@ static void test_known_answers(void)
 /* Zero matrix, n < npus: a spread, one thread per core. */
 static void test_zero_matrix_spread(void)
 {
-	struct cm_topo *t = load("pack:2 core:4 pu:2");
+	struct cm_topo *t = map_test_topo("pack:2 core:4 pu:2", NULL);
 	struct cm_matrix *m = cm_matrix_new(4);
 	int pu[4], distinct = 1, pack0 = 0;
 
@@ -159,7 +150,7 @@ static void test_zero_matrix_spread(void)
  * share), the pairs spread over the packages (they do not). */
 static void test_stack_what_communicates(void)
 {
-	struct cm_topo *t = load("pack:2 core:8 pu:2");
+	struct cm_topo *t = map_test_topo("pack:2 core:8 pu:2", NULL);
 	struct cm_matrix *m = gen("pairs", 16, 0, 5);
 	int pu[16], pack0 = 0;
 
@@ -202,7 +193,7 @@ static void test_properties(void)
 
 	for (int c = 0; c < ncases; c++) {
 		const struct prop_case *pc = &prop_cases[c];
-		struct cm_topo *t = load(pc->topo);
+		struct cm_topo *t = map_test_topo(pc->topo, NULL);
 		struct cm_matrix *m = gen(pc->pattern, pc->n, (uint64_t)c + 1,
 					  (uint64_t)c + 100);
 		int *pu = calloc((size_t)pc->n, sizeof(int));
@@ -257,7 +248,7 @@ static void test_properties(void)
 
 static void test_deterministic(void)
 {
-	struct cm_topo *t = load("pack:2 numa:2 l3:2 core:4 pu:2");
+	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:2 core:4 pu:2", NULL);
 	struct cm_matrix *m = gen("random", 50, 5, 6);
 	int a[50], b[50];
 
@@ -274,7 +265,7 @@ static void test_deterministic(void)
 /* A cpuset with holes and more threads than PUs. */
 static void test_holes_oversubscribed(void)
 {
-	struct cm_topo *t = load("pack:2 numa:2 l3:2 core:8 pu:2");
+	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
 	struct cm_matrix *m = gen("clusters:8", 50, 2, 9);
 	struct cm_error err;
 	int pu[50];
@@ -305,7 +296,7 @@ static int core_of(const struct cm_topo *t, int pu)
  * worse than greedy or any baseline. */
 static void test_lean_known_answers(void)
 {
-	struct cm_topo *t = load(BIG_TOPO);
+	struct cm_topo *t = map_test_topo(BIG_TOPO, NULL);
 	struct cm_matrix *clus = gen("clusters:16", 1024, 0, 5);
 	struct cm_matrix *sgrid = gen("stencil2d", 1024, 0, 7);
 	struct cm_matrix *grid = gen("stencil2d", 1024, 0, 0);
@@ -350,7 +341,7 @@ static void test_lean_known_answers(void)
  * SMT siblings (they share). */
 static void test_lean_spread(void)
 {
-	struct cm_topo *t = load(BIG_TOPO);
+	struct cm_topo *t = map_test_topo(BIG_TOPO, NULL);
 	struct cm_matrix *zero = cm_matrix_new(600);
 	struct cm_matrix *pairs = gen("pairs", 600, 0, 11);
 	int *pu = calloc(600, sizeof(int));
@@ -383,11 +374,62 @@ static void test_lean_spread(void)
 	cm_topo_free(t);
 }
 
+static double auto_cost(const struct cm_topo *t, const struct cm_matrix *m,
+			enum cm_map_algorithm alg, int *pu)
+{
+	int n = cm_matrix_nthreads(m);
+
+	if (map(t, m, alg, 0, 1, pu) || cm_map_validate(t, n, pu, 0, NULL))
+		return -1;
+	return cm_cost(t, m, pu);
+}
+
+/* The lean path adapts its effort below the first split to the share of
+ * the communication that split cut (lib/map_groups.c, adapt_effort()):
+ * one case per regime, each held to what the full effort gets. */
+static void test_lean_adaptive(void)
+{
+	struct cm_topo *t = map_test_topo(BIG_TOPO, NULL);
+	struct cm_matrix *ring = gen("ring", 1024, 5, 0);
+	struct cm_matrix *sring = gen("ring", 1024, 5, 13);
+	struct cm_matrix *clus = gen("clusters:8", 1024, 5, 3);
+	struct cm_matrix *rnd = gen("random", 1024, 5, 0);
+	int *pu = calloc(1024, sizeof(int));
+	double c, natural, greedy, matching;
+
+	/* loose: a cut of two links out of 1024 */
+	natural = auto_cost(t, ring, CM_MAP_COMPACT, pu);
+	c = auto_cost(t, sring, CM_MAP_AUTO, pu);
+	ok(c >= 0 && c <= natural,
+	   "lean auto, loose: shuffled ring costs %g <= natural order %g",
+	   c, natural);
+	c = auto_cost(t, clus, CM_MAP_AUTO, pu);
+	ok(c >= 0 && edges_within(t, clus, pu, 1,
+				  cm_level_weight(CM_LEVEL_L3)),
+	   "lean auto, loose: 128 shuffled clusters of 8, each under one L3");
+	greedy = auto_cost(t, clus, CM_MAP_GREEDY, pu);
+	ok(c <= greedy, "lean auto, loose: clusters %g <= greedy %g", c,
+	   greedy);
+	/* expander: random partners, a quarter of the links cut */
+	c = auto_cost(t, rnd, CM_MAP_AUTO, pu);
+	greedy = auto_cost(t, rnd, CM_MAP_GREEDY, pu);
+	matching = auto_cost(t, rnd, CM_MAP_MATCHING, pu);
+	ok(c >= 0 && c <= greedy && c <= 1.02 * matching,
+	   "lean auto, expander: random %g <= greedy %g, <= 1.02 x "
+	   "matching %g", c, greedy, matching);
+	free(pu);
+	cm_matrix_free(ring);
+	cm_matrix_free(sring);
+	cm_matrix_free(clus);
+	cm_matrix_free(rnd);
+	cm_topo_free(t);
+}
+
 /* Oversubscribed, holes in the cpuset, no refinement, determinism. */
 static void test_lean_rules(void)
 {
-	struct cm_topo *t = load(BIG_TOPO);
-	struct cm_topo *holes = load(BIG_TOPO);
+	struct cm_topo *t = map_test_topo(BIG_TOPO, NULL);
+	struct cm_topo *holes = map_test_topo(BIG_TOPO, NULL);
 	struct cm_matrix *m = gen("random", 1100, 3, 0);
 	struct cm_matrix *m6 = gen("stencil3d", 600, 0, 4);
 	struct cm_map_options o = { .algorithm = CM_MAP_AUTO, .seed = 9,
@@ -434,6 +476,7 @@ int main(void)
 	test_holes_oversubscribed();
 	test_lean_known_answers();
 	test_lean_spread();
+	test_lean_adaptive();
 	test_lean_rules();
 	return done_testing();
 }
