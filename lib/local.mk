@@ -19,6 +19,7 @@ lib_libcommap_la_SOURCES = \
 	lib/map_refine.h lib/map_refine.c \
 	lib/map_baseline.c \
 	lib/map_validate.c \
-	lib/map_align.c
+	lib/map_align.c \
+	lib/map_incremental.c
 lib_libcommap_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) $(JANSSON_CFLAGS)
 lib_libcommap_la_LIBADD = $(HWLOC_LIBS) $(JANSSON_LIBS) -lm

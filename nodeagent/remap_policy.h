@@ -10,16 +10,27 @@
  *  - SPCD §IV-A, communication filter: each thread's partner is the thread
  *    it communicates with most; the pattern changed when at least
  *    `partner_threshold` (2) threads changed partner since the last check.
- *  - A new mapping is applied only when its predicted cost (commap/cost.h)
- *    is lower than the current mapping's by more than a relative `gain`
- *    (default 5%), or when threads are not placed yet.
+ *  - A new mapping moves placed threads only when its predicted cost
+ *    (commap/cost.h) is lower than the current mapping's by more than a
+ *    relative `gain` (default 5%) and more (below).
  *  - LHMapping §3.4.1, matrix aging: after each grouping computation every
  *    weight is multiplied by alpha (0.75).
+ *  - Stability (cm_remap_plan): threads that start communicating late are
+ *    placed around the placed ones (cm_map_incremental), which stay; a
+ *    complete remap moves placed threads only when its gain is above the
+ *    threshold AND above the sampling noise (z = 3 standard deviations of
+ *    the cost difference, weights taken as event counts), so two
+ *    placements that are equally good in truth rarely alternate, and a
+ *    remap back to where the previous one took the threads from waits a
+ *    hold that doubles with each such undo; threads with too little
+ *    evidence of their own are not mapped at all.
  */
 #ifndef COMMAP_REMAP_POLICY_H
 #define COMMAP_REMAP_POLICY_H
 
+#include "commap/error.h"
 #include "commap/matrix.h"
+#include "commap/topology.h"
 
 #define CM_REMAP_INTERVAL_MS_START 200
 #define CM_REMAP_INTERVAL_MS_STEP 50
@@ -31,6 +42,36 @@
  * stray event between independent threads (two threads touching one
  * block once, a sample mis-keyed) must not move anyone. */
 #define CM_REMAP_MIN_EVIDENCE 8.0
+/* A thread takes part in the mapping only with this much communication
+ * of its own (aged weight), and at least CM_REMAP_MIN_THREAD_SHARE of the
+ * busiest thread's: MPI progress threads and other helpers with a handful
+ * of events are left where they are (placed or not). */
+#define CM_REMAP_MIN_THREAD_EVIDENCE 4.0
+#define CM_REMAP_MIN_THREAD_SHARE 0.05
+/* After a pattern change, the partner filter says "stable" as soon as the
+ * new partners are established, but the candidate computed at the change
+ * may not have been worth it yet (the aged matrix still mixed both
+ * phases, or the gain was within the noise): candidates are computed for
+ * this many more intervals, until one is applied. */
+#define CM_REMAP_RECHECK_INTERVALS 4
+/* A remap back to the placement the previous remap left (up to tree
+ * automorphisms) is an oscillation unless the pattern really went back:
+ * on this machine the communication of threads sharing a PU was detected
+ * at about half the rate of the same threads on two PUs (MPI ring, 2 PUs),
+ * so the grouping not in use always looks better after a few seconds.
+ * Such an undo waits CM_REMAP_UNDO_HOLD_MS after the previous remap,
+ * doubled for each undo in a row: churn grows with the log of the run
+ * time, and a real return to an earlier phase is still followed. */
+#define CM_REMAP_UNDO_HOLD_MS 4000.0
+#define CM_REMAP_UNDO_DOUBLINGS_MAX 8
+/* Standard deviations of sampling noise a gain must exceed.  Events are
+ * burstier than Poisson (one sample gives an event with each recent
+ * sharer; threads sharing a PU run in time slices): the two equally good
+ * groupings of a 4-thread ring on 2 PUs showed apparent gains of 1.1 to
+ * 3.5 of these deviations (MPI ring, 0.5 - 1 ms period), real phase
+ * changes 2.7 - 8.5 at their first detection (t0730's phases, 250 us).
+ * 3 keeps most noise out; what passes is bounded by the undo hold. */
+#define CM_REMAP_NOISE_Z 3.0
 
 /* Next interval: cur - 50 ms when the pattern changed, cur + 50 ms when
  * not, clamped to [50, 1000] ms (LHMapping §3.4.2). */
@@ -60,20 +101,89 @@ struct cm_remap_input {
 	int unplaced;		/* live communicating threads not pinned yet */
 	int have_mapping;	/* a mapping was applied before */
 	double comm_total;	/* total weight of the matrix */
+	int recheck;		/* intervals left to recheck a pattern
+				 * change whose candidate was not (yet)
+				 * worth it (CM_REMAP_RECHECK_INTERVALS) */
 };
 
 struct cm_remap_decision {
 	int compute;		/* compute a candidate mapping */
 	int pattern_changed;
 	int next_interval_ms;
-	const char *reason;	/* "initial", "pattern", "new-threads", or
-				 * why not: "no-communication",
-				 * "little-evidence", "stable" */
+	const char *reason;	/* "initial", "pattern", "new-threads",
+				 * "recheck", or why not:
+				 * "no-communication", "little-evidence",
+				 * "stable" */
 };
 
 /* Decide whether to compute a candidate mapping this interval; the caller
  * then applies it only if cm_remap_worth() (or unplaced threads). */
 void cm_remap_decide(const struct cm_remap_input *in,
 		     struct cm_remap_decision *out);
+
+/* Does a thread whose row of the aged matrix sums to row_sum, the
+ * busiest thread's to max_row_sum, have enough evidence to be mapped? */
+int cm_remap_thread_has_evidence(double row_sum, double max_row_sum);
+
+/* Sampling noise of the cost difference between placements a and b (PU
+ * indices, n threads, all placed): sqrt(sum over edges of w * (d_a -
+ * d_b)^2), each weight taken as a Poisson count of events (an aged
+ * weight has less variance than that: the bound is conservative).
+ * Edges whose distance is the same in both contribute nothing. */
+double cm_remap_cost_noise(const struct cm_topo *topo,
+			   const struct cm_matrix *m, int n, const int *a,
+			   const int *b);
+
+/* Is moving from a placement of cost cost_cur to one of cost_new worth
+ * its migrations?  cm_remap_worth() and the gain exceeds
+ * CM_REMAP_NOISE_Z * noise (cm_remap_cost_noise of the two). */
+int cm_remap_accept(double cost_cur, double cost_new, double noise,
+		    double gain);
+
+/* What cm_remap_plan chose. */
+enum cm_remap_plan_kind {
+	CM_REMAP_KEEP = 0,	/* nothing worth changing */
+	CM_REMAP_INCREMENTAL,	/* new threads placed, placed ones stay */
+	CM_REMAP_FULL,		/* everyone remapped (from scratch) */
+};
+
+struct cm_remap_plan {
+	enum cm_remap_plan_kind kind;
+	double cost_cur;	/* current placement, -1 if incomplete */
+	double cost_base;	/* current, completed incrementally */
+	double cost_full;	/* the complete candidate */
+	double cost_new;	/* of the plan's mapping */
+	double noise;		/* cm_remap_cost_noise(base, full) */
+	int placed_new;		/* threads placed for the first time */
+	int moved;		/* placed threads that change PU */
+	int avoided;		/* the complete candidate was worth it but
+				 * equivalent to `avoid`: not taken */
+};
+
+/* Are placements a and b of n threads the same up to automorphisms of the
+ * tree (cm_map_align)?  0 when a thread is unplaced in either (or on
+ * error). */
+int cm_remap_equivalent(const struct cm_topo *topo, int n, const int *a,
+			const int *b);
+
+/* May a remap that undoes the previous one happen since_ms after it,
+ * after `undos` undos in a row?  since_ms >= CM_REMAP_UNDO_HOLD_MS x
+ * 2^min(undos, CM_REMAP_UNDO_DOUBLINGS_MAX). */
+int cm_remap_undo_allowed(double since_ms, int undos);
+
+/* The mapping to apply for the n threads of m, currently on cur (PU
+ * indices, -1 not placed yet), written to pu:
+ *  - no thread placed: the complete candidate (cm_map, auto);
+ *  - otherwise the base is cur with the unplaced threads placed by
+ *    cm_map_incremental; the complete candidate, aligned to the base
+ *    (cm_map_align), replaces it only if cm_remap_accept(base, full)
+ *    with the relative gain `gain`, and it is not equivalent to `avoid`
+ *    (PU indices, n entries; NULL: nothing to avoid), the placement an
+ *    undo would return to while the hold is on (cm_remap_undo_allowed).
+ * 0 on success (plan filled); -1 with errno/err when no mapping could be
+ * made (then pu is unspecified). */
+int cm_remap_plan(const struct cm_topo *topo, const struct cm_matrix *m,
+		  int n, const int *cur, const int *avoid, double gain,
+		  int *pu, struct cm_remap_plan *plan, struct cm_error *err);
 
 #endif

@@ -98,6 +98,18 @@ int cm_map_refine(const struct cm_topo *topo, const struct cm_matrix *m,
 int cm_map_align(const struct cm_topo *topo, int n, const int *cur,
 		 int *pu_of_thread);
 
+/* Complete a partial mapping: threads with pu_of_thread[t] >= 0 stay on
+ * that PU index; those at -1 are placed one at a time where they add the
+ * least cost given the threads already placed (heaviest link to placed
+ * threads first), on PUs below the load limit (1 per PU, or ceil(n/npus)
+ * when n > npus, which needs oversubscribe).  Used by the node agent so
+ * that threads appearing late do not move the placed ones.  Returns the
+ * number of threads placed; -1 with errno/err (EINVAL bad argument or a
+ * PU index out of range, ENOSPC n > npus without oversubscribe, ENOMEM). */
+int cm_map_incremental(const struct cm_topo *topo, const struct cm_matrix *m,
+		       int n, int *pu_of_thread, int oversubscribe,
+		       struct cm_error *err);
+
 /* Check a mapping: every entry a valid PU index, load limits respected.
  * 0 if valid, -1/EINVAL with err naming the first bad thread. */
 int cm_map_validate(const struct cm_topo *topo, int n,

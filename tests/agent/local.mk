@@ -72,3 +72,10 @@ bench-learned: nodeagent/commap-agent cli/commap tests/agent/pairs \
 		bash $(top_srcdir)/tests/bench/learned/run-pin-latency.sh
 .PHONY: bench-learned
 EXTRA_DIST += tests/bench/learned/run-pin-latency.sh
+
+# Mapping stability: late threads placed around the placed ones, no
+# migrations on noise (the MPI part uses tests/workloads/wl-mpi).
+if HAVE_CAPSTONE
+TESTS += tests/agent/t0740-stability.sh
+endif
+EXTRA_DIST += tests/agent/t0740-stability.sh

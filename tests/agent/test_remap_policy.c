@@ -1,8 +1,20 @@
 /* test_remap_policy.c: the adaptive interval (LHMapping §3.4.2), the
- * partner filter (SPCD §IV-A), the cost-gain threshold and the decision. */
+ * partner filter (SPCD §IV-A), the cost-gain threshold and the decision;
+ * the stability rules: per-thread evidence, the noise of a gain,
+ * incremental placement of new threads (lib/map_incremental.c) and the
+ * remap plan that keeps placed threads unless a complete remap is worth
+ * it. */
 #include <config.h>
 
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commap/cost.h"
+#include "commap/mapping.h"
 #include "commap/matrix.h"
+#include "commap/rand.h"
 #include "remap_policy.h"
 #include "tap.h"
 
@@ -107,6 +119,397 @@ static void test_decide(void)
 	in.partners_changed = 2;
 	cm_remap_decide(&in, &d);
 	ok(d.pattern_changed, "threshold 0 means SPCD's default 2");
+	in.partners_changed = 0;
+	in.recheck = 2;
+	cm_remap_decide(&in, &d);
+	ok(d.compute && !d.pattern_changed && d.next_interval_ms == 250,
+	   "stable partners, a pattern change still to recheck: compute, "
+	   "interval grows (%s)", d.reason);
+	in.comm_total = 1;
+	cm_remap_decide(&in, &d);
+	ok(!d.compute, "recheck without evidence: nothing (%s)", d.reason);
+	in.comm_total = 10;
+	in.recheck = 0;
+	cm_remap_decide(&in, &d);
+	ok(!d.compute, "recheck over: stable (%s)", d.reason);
+}
+
+static struct cm_topo *load(const char *spec)
+{
+	struct cm_topo *t = NULL;
+
+	if (cm_topo_load_synthetic(&t, spec, NULL) < 0) {
+		printf("Bail out! cannot load synthetic topology %s\n", spec);
+		exit(1);
+	}
+	return t;
+}
+
+static void test_thread_evidence(void)
+{
+	static const struct {
+		double row, max;
+		int want;
+		const char *what;
+	} cases[] = {
+		{ 0, 0, 0, "no communication" },
+		{ 3.9, 10, 0, "below 4 events" },
+		{ 4, 10, 1, "4 events" },
+		{ 4, 100, 0, "4 events beside a thread of 100: a helper" },
+		{ 5, 100, 1, "5% of the busiest" },
+		{ 1e9, 1e9, 1, "the busiest itself" },
+		{ 3, 3, 0, "the busiest, but a handful of events" },
+	};
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
+		ok(cm_remap_thread_has_evidence(cases[k].row, cases[k].max) ==
+		   cases[k].want, "evidence: %s", cases[k].what);
+}
+
+static void test_noise_and_accept(void)
+{
+	struct cm_topo *t = load("pack:2 core:2 pu:2");
+	struct cm_matrix *m = cm_matrix_new(3);
+	int a[3] = { 0, 1, 4 }, b[3] = { 0, 4, 1 };
+	int d_core = cm_topo_distance(t, 0, 1);
+	int d_pack = cm_topo_distance(t, 0, 4);
+	double want;
+
+	cm_matrix_add(m, 0, 1, 9);
+	cm_matrix_add(m, 0, 2, 16);
+	is_double(cm_remap_cost_noise(t, m, 3, a, a), 0, 1e-12,
+		  "noise: same placement, 0");
+	want = sqrt(9.0 * (d_core - d_pack) * (d_core - d_pack) +
+		    16.0 * (d_pack - d_core) * (d_pack - d_core));
+	ok(fabs(cm_remap_cost_noise(t, m, 3, a, b) - want) < 1e-9,
+	   "noise: sqrt(sum w * (d_a - d_b)^2) = %.3f", want);
+	cm_matrix_add(m, 1, 2, 100);
+	is_double(cm_remap_cost_noise(t, m, 3, a, b), want, 1e-9,
+		  "noise: an edge at the same distance in both adds nothing");
+	ok(cm_remap_accept(100, 65, 10, 0.05), "accept: gain 35 > 3 x 10");
+	ok(!cm_remap_accept(100, 75, 10, 0.05), "accept: gain 25 is not "
+	   "above 3 x noise 10");
+	ok(!cm_remap_accept(100, 97, 0, 0.05), "accept: no noise, but below "
+	   "the 5%% threshold");
+	ok(cm_remap_accept(100, 94, 0, 0.05), "accept: no noise, 6%%");
+	ok(!cm_remap_accept(0, 0, 0, 0.05), "accept: nothing to gain");
+	cm_matrix_free(m);
+	cm_topo_free(t);
+}
+
+/* Threads placed in cur whose PU differs in pu. */
+static int moves(int n, const int *cur, const int *pu)
+{
+	int k = 0;
+
+	for (int t = 0; t < n; t++)
+		k += cur[t] >= 0 && cur[t] != pu[t];
+	return k;
+}
+
+static void test_incremental_errors(void)
+{
+	struct cm_topo *t = load("core:2 pu:1");
+	struct cm_matrix *m = cm_matrix_new(3);
+	struct cm_error err;
+	int pu[3] = { -1, -1, -1 };
+
+	is_int(cm_map_incremental(t, m, 0, NULL, 0, &err), 0,
+	       "incremental: no threads, nothing placed");
+	errno = 0;
+	ok(cm_map_incremental(NULL, m, 1, pu, 0, &err) < 0 && errno == EINVAL,
+	   "incremental: no topology: EINVAL");
+	ok(cm_map_incremental(t, m, 4, pu, 1, &err) < 0 && errno == EINVAL,
+	   "incremental: more threads than the matrix: EINVAL (%s)",
+	   err.text);
+	pu[1] = 2;
+	ok(cm_map_incremental(t, m, 2, pu, 0, &err) < 0 && errno == EINVAL,
+	   "incremental: PU index 2 of 2 PUs: EINVAL (%s)", err.text);
+	pu[1] = -2;
+	ok(cm_map_incremental(t, m, 2, pu, 0, &err) < 0 && errno == EINVAL,
+	   "incremental: PU index -2: EINVAL");
+	pu[1] = -1;
+	ok(cm_map_incremental(t, m, 3, pu, 0, &err) < 0 && errno == ENOSPC,
+	   "incremental: 3 threads on 2 PUs without oversubscribe: ENOSPC "
+	   "(%s)", err.text);
+	is_int(cm_map_incremental(t, m, 3, pu, 1, &err), 3,
+	       "incremental: with oversubscribe, 3 placed");
+	ok(pu[0] >= 0 && pu[1] >= 0 && pu[2] >= 0 && pu[0] != pu[1],
+	   "incremental: no communication: spread before doubling up");
+	cm_matrix_free(m);
+	cm_topo_free(t);
+}
+
+/* PU index on "pack:2 core:2 pu:2" = 4 pack + 2 core + pu. */
+static void test_incremental_known(void)
+{
+	struct cm_topo *t = load("pack:2 core:2 pu:2");
+	struct cm_topo *t2 = load("core:2 pu:1");
+	struct cm_matrix *m = cm_matrix_new(6);
+	struct cm_error err;
+	int pu[6];
+
+	/* A placed pair on core 0; a new pair 2-3, a new thread 4 talking
+	 * to placed thread 0, a new thread 5 talking to nobody. */
+	cm_matrix_add(m, 0, 1, 50);
+	cm_matrix_add(m, 2, 3, 40);
+	cm_matrix_add(m, 0, 4, 5);
+	pu[0] = 0;
+	pu[1] = 1;
+	for (int k = 2; k < 6; k++)
+		pu[k] = -1;
+	is_int(cm_map_incremental(t, m, 6, pu, 0, &err), 4,
+	       "incremental: 4 new threads placed");
+	ok(pu[0] == 0 && pu[1] == 1, "incremental: the placed pair stays");
+	ok(pu[2] / 2 == pu[3] / 2 && pu[2] / 2 != 0,
+	   "incremental: the new pair shares a free core (PUs %d %d)",
+	   pu[2], pu[3]);
+	ok(pu[4] / 4 == 0 && pu[4] / 2 != pu[2] / 2,
+	   "incremental: thread 4 goes to its partner's package (PU %d)",
+	   pu[4]);
+	ok(pu[5] >= 0 && cm_map_validate(t, 6, pu, 0, &err) == 0,
+	   "incremental: one thread per PU (%s)", "valid");
+
+	/* 2 PUs, pairs 0-1 and 2-3 placed one per PU; a new pair 4-5:
+	 * 3 threads per PU at most, so it is split, and nobody else moves. */
+	for (int k = 0; k < 6; k++)
+		pu[k] = k < 4 ? k / 2 : -1;
+	cm_matrix_add(m, 4, 5, 100);
+	is_int(cm_map_incremental(t2, m, 6, pu, 1, &err), 2,
+	       "incremental, 2 PUs: the new pair placed");
+	ok(pu[0] == 0 && pu[1] == 0 && pu[2] == 1 && pu[3] == 1,
+	   "incremental, 2 PUs: the placed pairs stay");
+	ok(pu[4] != pu[5], "incremental, 2 PUs: 3 per PU at most: the new "
+	   "pair is split");
+	cm_matrix_free(m);
+	cm_topo_free(t);
+	cm_topo_free(t2);
+}
+
+/* Random partial mappings: the placed threads never move, every thread
+ * ends on a PU, within the load limit. */
+static void test_incremental_random(void)
+{
+	static const char *specs[] = { "pack:2 core:2 pu:2", "core:2 pu:1",
+				       "pack:2 l3:2 core:3 pu:1" };
+	uint64_t r = 7;
+	int bad = 0, runs = 0;
+
+	for (size_t s = 0; s < sizeof(specs) / sizeof(specs[0]); s++) {
+		struct cm_topo *t = load(specs[s]);
+		int npus = cm_topo_npus(t);
+
+		for (int n = 1; n <= 2 * npus + 1; n++) {
+			struct cm_matrix *m = cm_matrix_new(n);
+			int *cur = malloc(sizeof(int) * (size_t)n);
+			int *pu = malloc(sizeof(int) * (size_t)n);
+			int *load = calloc((size_t)npus, sizeof(int));
+			int cap = n <= npus ? 1 : (n + npus - 1) / npus;
+			struct cm_error err;
+			int ok_run;
+
+			for (int i = 0; i < n; i++)
+				for (int j = i + 1; j < n; j++)
+					if (cm_rand_below(&r, 3) == 0)
+						cm_matrix_add(m, i, j, 1 +
+						    cm_rand_below(&r, 100));
+			/* A valid placement of a random subset. */
+			for (int i = 0; i < n; i++) {
+				int p = (int)cm_rand_below(&r, (uint64_t)npus);
+
+				cur[i] = -1;
+				if (cm_rand_below(&r, 2) == 0)
+					continue;
+				while (load[p] >= cap)
+					p = (p + 1) % npus;
+				cur[i] = p;
+				load[p]++;
+			}
+			memcpy(pu, cur, sizeof(int) * (size_t)n);
+			memset(load, 0, sizeof(int) * (size_t)npus);
+			ok_run = cm_map_incremental(t, m, n, pu, n > npus,
+						    &err) >= 0 &&
+				 moves(n, cur, pu) == 0;
+			for (int i = 0; ok_run && i < n; i++) {
+				ok_run = pu[i] >= 0 && pu[i] < npus &&
+					 ++load[pu[i]] <= cap;
+			}
+			bad += !ok_run;
+			runs++;
+			free(cur);
+			free(pu);
+			free(load);
+			cm_matrix_free(m);
+		}
+		cm_topo_free(t);
+	}
+	ok(bad == 0, "incremental: %d random partial mappings completed, "
+	   "placed threads kept, load limits held (%d bad)", runs, bad);
+}
+
+/* A ring of 4 on 2 PUs, placed {0,1} {2,3}; the other half of the ring
+ * (1-2, 3-0) is a little heavier, as sampling noise makes it: the
+ * from-scratch candidate is the other grouping, about 9% cheaper. */
+static struct cm_matrix *noisy_ring(int n, double scale)
+{
+	struct cm_matrix *m = cm_matrix_new(n);
+
+	cm_matrix_add(m, 0, 1, 10 * scale);
+	cm_matrix_add(m, 1, 2, 11 * scale);
+	cm_matrix_add(m, 2, 3, 10 * scale);
+	cm_matrix_add(m, 3, 0, 11 * scale);
+	return m;
+}
+
+static void test_plan_stability(void)
+{
+	struct cm_topo *t = load("core:2 pu:1");
+	struct cm_matrix *m = noisy_ring(4, 1);
+	struct cm_map_options mo = { .algorithm = CM_MAP_AUTO, .seed = 1,
+				     .oversubscribe = 1 };
+	struct cm_remap_plan plan;
+	struct cm_error err;
+	int cur[6] = { 0, 0, 1, 1, -1, -1 }, pu[6], full[6];
+
+	is_int(cm_remap_plan(t, m, 4, cur, NULL, 0.05, pu, &plan, &err), 0,
+	       "plan: noisy ring, all placed");
+	ok(plan.kind == CM_REMAP_KEEP && moves(4, cur, pu) == 0,
+	   "plan: a 9%% gain within the noise (%.3g vs %.3g, noise %.3g) "
+	   "moves nobody", plan.cost_full, plan.cost_base, plan.noise);
+	ok(plan.cost_full < plan.cost_base * 0.95,
+	   "plan: ... although it passes the 5%% gain threshold alone");
+	cm_matrix_free(m);
+
+	/* Two new threads start communicating, 4 with 0 and 5 with 2 (a
+	 * helper thread of each MPI rank, say). */
+	m = noisy_ring(6, 1);
+	cm_matrix_add(m, 4, 0, 30);
+	cm_matrix_add(m, 5, 2, 30);
+	is_int(cm_remap_plan(t, m, 6, cur, NULL, 0.05, pu, &plan, &err), 0,
+	       "plan: 2 new threads");
+	is_int(plan.kind, CM_REMAP_INCREMENTAL, "plan: incremental");
+	is_int(plan.moved, 0, "plan: new threads placed, placed threads "
+	       "kept (moved = 0)");
+	ok(pu[4] == cur[0] && pu[5] == cur[2] && plan.placed_new == 2,
+	   "plan: both new threads placed beside their partners");
+	/* What the agent did before: the complete mapping from scratch,
+	 * aligned to the current placement, applied because threads were
+	 * new.  It moves placed threads: this test is the regression test
+	 * of that behaviour. */
+	cm_map(t, m, &mo, full, &err);
+	cm_map_align(t, 6, cur, full);
+	ok(moves(6, cur, full) > 0, "plan: (the complete candidate would "
+	   "have moved %d placed threads)", moves(6, cur, full));
+	cm_matrix_free(m);
+
+	/* The same 9% with 1000 times the evidence is real: remap. */
+	m = noisy_ring(4, 1000);
+	is_int(cm_remap_plan(t, m, 4, cur, NULL, 0.05, pu, &plan, &err), 0,
+	       "plan: the same gain, 1000x the events");
+	ok(plan.kind == CM_REMAP_FULL && plan.moved == 2 &&
+	   plan.cost_new < plan.cost_base && !plan.avoided,
+	   "plan: significant now: complete remap, 2 threads move "
+	   "(noise %.3g, gain %.3g)", plan.noise,
+	   plan.cost_base - plan.cost_full);
+	/* ... unless that is where the previous remap took them from
+	 * (given with the PUs swapped: equivalent all the same). */
+	memcpy(full, pu, sizeof(int) * 4);
+	for (int k = 0; k < 4; k++)
+		full[k] = 1 - full[k];
+	is_int(cm_remap_plan(t, m, 4, cur, full, 0.05, pu, &plan, &err), 0,
+	       "plan: the same, as an undo of the last remap");
+	ok(plan.kind == CM_REMAP_KEEP && plan.avoided && moves(4, cur, pu) == 0,
+	   "plan: an undo during the hold: kept");
+	cm_matrix_free(m);
+	cm_topo_free(t);
+}
+
+/* SPCD §V-B phase change on "pack:2 core:2 pu:2": pairs placed on
+ * cores; now threads 0-2 and 1-3 communicate. */
+static void test_equivalent_and_undo(void)
+{
+	struct cm_topo *t = load("pack:2 core:2 pu:2");
+	int a[4] = { 0, 1, 4, 5 }, b[4] = { 5, 4, 1, 0 }, c[4] = { 0, 4, 1, 5 };
+	int d[4] = { 0, 1, 4, -1 };
+
+	ok(cm_remap_equivalent(t, 4, a, a), "equivalent: itself");
+	ok(cm_remap_equivalent(t, 4, a, b), "equivalent: packages and PUs "
+	   "swapped");
+	ok(!cm_remap_equivalent(t, 4, a, c), "not equivalent: other pairs "
+	   "share cores");
+	ok(!cm_remap_equivalent(t, 4, a, d) && !cm_remap_equivalent(t, 4, d, d),
+	   "not equivalent: a thread unplaced");
+	ok(cm_remap_equivalent(t, 0, NULL, NULL), "equivalent: no threads");
+	ok(!cm_remap_undo_allowed(3999, 0) && cm_remap_undo_allowed(4000, 0),
+	   "undo: held for 4 s after the remap");
+	ok(!cm_remap_undo_allowed(7999, 1) && cm_remap_undo_allowed(8000, 1),
+	   "undo: 8 s after one undo");
+	ok(!cm_remap_undo_allowed(4000.0 * 256 - 1, 100) &&
+	   cm_remap_undo_allowed(4000.0 * 256, 100),
+	   "undo: the hold stops doubling at 2^8");
+	ok(!cm_remap_undo_allowed(0, -1) && cm_remap_undo_allowed(4000, -1),
+	   "undo: a negative count is 0");
+	cm_topo_free(t);
+}
+
+static void test_plan_phase_change(void)
+{
+	struct cm_topo *t = load("pack:2 core:2 pu:2");
+	struct cm_matrix *m = cm_matrix_new(4);
+	struct cm_remap_plan plan;
+	struct cm_error err;
+	int cur[4] = { 0, 1, 4, 5 }, pu[4];
+
+	cm_matrix_add(m, 0, 1, 2);
+	cm_matrix_add(m, 2, 3, 2);
+	cm_matrix_add(m, 0, 2, 40);
+	cm_matrix_add(m, 1, 3, 40);
+	is_int(cm_remap_plan(t, m, 4, cur, NULL, 0.05, pu, &plan, &err), 0,
+	       "plan: phase change");
+	ok(plan.kind == CM_REMAP_FULL &&
+	   pu[0] / 2 == pu[2] / 2 && pu[1] / 2 == pu[3] / 2,
+	   "plan: phase change remapped, new partners share cores");
+	ok(plan.moved > 0 && plan.moved < 4, "plan: aligned: %d of 4 "
+	   "threads move", plan.moved);
+	ok(plan.cost_cur > plan.cost_new && plan.placed_new == 0,
+	   "plan: cost %.4g -> %.4g", plan.cost_cur, plan.cost_new);
+	cm_matrix_free(m);
+	cm_topo_free(t);
+}
+
+static void test_plan_edges(void)
+{
+	struct cm_topo *t = load("pack:2 core:2 pu:2");
+	struct cm_matrix *m = cm_matrix_new(4);
+	struct cm_map_options mo = { .algorithm = CM_MAP_AUTO, .seed = 1 };
+	struct cm_remap_plan plan;
+	struct cm_error err;
+	int cur[4] = { -1, -1, -1, -1 }, pu[4], ref[4];
+
+	cm_matrix_add(m, 0, 1, 10);
+	cm_matrix_add(m, 2, 3, 10);
+	is_int(cm_remap_plan(t, m, 4, cur, NULL, 0.05, pu, &plan, &err), 0,
+	       "plan: nothing placed");
+	cm_map(t, m, &mo, ref, &err);
+	ok(plan.kind == CM_REMAP_FULL && !memcmp(pu, ref, sizeof(pu)) &&
+	   plan.placed_new == 4 && plan.cost_cur == -1,
+	   "plan: nothing placed: the complete mapping (cm_map)");
+	memcpy(cur, pu, sizeof(cur));
+	is_int(cm_remap_plan(t, m, 4, cur, NULL, 0.05, pu, &plan, &err), 0,
+	       "plan: optimal already");
+	ok(plan.kind == CM_REMAP_KEEP && !memcmp(pu, cur, sizeof(pu)) &&
+	   plan.moved == 0, "plan: optimal: keep");
+	is_int(cm_remap_plan(t, m, 0, cur, NULL, 0.05, pu, &plan, &err), -1,
+	       "plan: n other than the matrix's: refused");
+	is_int(cm_remap_plan(NULL, m, 4, cur, NULL, 0.05, pu, &plan, &err), -1,
+	       "plan: no topology: refused");
+	cm_matrix_free(m);
+	m = cm_matrix_new(0);
+	is_int(cm_remap_plan(t, m, 0, NULL, NULL, 0.05, NULL, &plan, &err), 0,
+	       "plan: no threads");
+	is_int(plan.kind, CM_REMAP_KEEP, "plan: no threads: keep");
+	cm_matrix_free(m);
+	cm_topo_free(t);
 }
 
 int main(void)
@@ -115,5 +518,14 @@ int main(void)
 	test_partners();
 	test_worth();
 	test_decide();
+	test_thread_evidence();
+	test_noise_and_accept();
+	test_incremental_errors();
+	test_incremental_known();
+	test_incremental_random();
+	test_plan_stability();
+	test_equivalent_and_undo();
+	test_plan_phase_change();
+	test_plan_edges();
 	return done_testing();
 }
