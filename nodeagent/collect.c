@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -283,6 +284,136 @@ static void periods_push(struct cm_collector *c, uint64_t period)
 	st->nperiods++;
 }
 
+/* ---- measuring the cost of a sample (sample_rate.h) ----------------- */
+
+#define CALIB_PERIOD_NS 100000ull	/* 100 µs: ~10 samples per chunk */
+#define CALIB_CHUNK_NS 1000000ull	/* ~1 ms of CPU per chunk */
+#define CALIB_RING_PAGES 8u		/* ~40 samples per round fit */
+
+/* Fixed work: register arithmetic, no memory traffic to be disturbed by
+ * other jobs' caches; the asm keeps the compiler from folding the loop. */
+static uint64_t spin(uint64_t n)
+{
+	uint64_t x = 1;
+
+	for (uint64_t i = 0; i < n; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		__asm__ volatile("" : "+r"(x));
+	}
+	return x;
+}
+
+/* Thread CPU time of n iterations. */
+static uint64_t timed_spin(uint64_t n)
+{
+	uint64_t t = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+
+	spin(n);
+	return clock_ns(CLOCK_THREAD_CPUTIME_ID) - t;
+}
+
+/* Iterations for about CALIB_CHUNK_NS of CPU (the first run warms up). */
+static uint64_t chunk_work(void)
+{
+	const uint64_t probe = 100000;
+	uint64_t t;
+
+	timed_spin(probe);
+	t = timed_spin(probe);
+	return probe * CALIB_CHUNK_NS / (t ? t : 1) + 1;
+}
+
+static uint64_t sampler_samples(const struct cm_perf_sampler *s)
+{
+	struct cm_perf_stats ps;
+
+	cm_perf_sampler_stats(s, &ps);
+	return ps.samples;
+}
+
+/* Round r: the chunks without sampling, then with a sampler attached to
+ * this thread, counting the samples of the sampled chunks only. */
+static int calib_round(const struct cm_perf_config *cfg, uint64_t work,
+		       struct cm_rate_calib *cal, int r, struct cm_error *err)
+{
+	struct cm_perf_sampler *s;
+	uint64_t before;
+
+	for (int k = 0; k < cal->chunks; k++)
+		cal->without_ns[r][k] = timed_spin(work);
+	s = cm_perf_sampler_new(cfg, err);
+	if (!s)
+		return -1;
+	if (cm_perf_sampler_attach(s, (pid_t)syscall(SYS_gettid), err)) {
+		cm_perf_sampler_free(s);
+		return -1;
+	}
+	cm_perf_sampler_read(s, NULL, NULL);
+	before = sampler_samples(s);
+	for (int k = 0; k < cal->chunks; k++)
+		cal->with_ns[r][k] = timed_spin(work);
+	cm_perf_sampler_read(s, NULL, NULL);
+	cal->samples[r] = sampler_samples(s) - before;
+	cm_perf_sampler_free(s);
+	return 0;
+}
+
+int cm_collect_measure_sample_cost(const struct cm_collect_opts *o,
+				   uint64_t *cost_ns,
+				   struct cm_rate_calib *cal,
+				   struct cm_error *err)
+{
+	struct cm_rate_calib local;
+	struct cm_perf_config cfg;
+	uint64_t work;
+
+	if (!o || !cost_ns)
+		return cm_errorf(err, EINVAL, "collect: NULL argument");
+	if (!cal)
+		cal = &local;
+	memset(cal, 0, sizeof(*cal));
+	cal->rounds = CM_RATE_CALIB_ROUNDS;
+	cal->chunks = CM_RATE_CALIB_CHUNKS;
+	cm_perf_config_default(&cfg);
+	cfg.clock = o->clock;
+	cfg.period_ns = CALIB_PERIOD_NS;
+	cfg.ring_pages = CALIB_RING_PAGES;
+	work = chunk_work();
+	for (int r = 0; r < cal->rounds; r++)
+		if (calib_round(&cfg, work, cal, r, err))
+			return -1;
+	*cost_ns = cm_rate_cost_estimate(cal);
+	if (!*cost_ns)
+		return cm_errorf(err, EAGAIN, "collect: no sample in %d ms of "
+				 "CPU time: the sampling timer does not fire",
+				 CM_RATE_CALIB_ROUNDS * CM_RATE_CALIB_CHUNKS);
+	return 0;
+}
+
+/* The adaptive period's configuration: the measured cost of a sample
+ * (the online model needs it too, also from a given period) and, with
+ * period_auto, the first period from it.  When it cannot be measured the
+ * default cost is used; the sampler's own attach says why perf refuses,
+ * if it does. */
+static void rate_setup(struct cm_collector *c)
+{
+	uint64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), cost;
+	struct cm_error e;
+
+	cm_rate_config_default(&c->rcfg);
+	if (!(c->o.overhead_target > 0) || c->backend != CM_COLLECT_SAMPLE)
+		return;
+	c->rcfg.target = c->o.overhead_target;
+	if (cm_collect_measure_sample_cost(&c->o, &cost, NULL, &e) == 0) {
+		c->rcfg.sample_cost_ns = cost;
+		c->st.sample_cost_measured = 1;
+	}
+	c->st.sample_cost_ns = c->rcfg.sample_cost_ns;
+	c->st.calib_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+	if (c->o.period_auto)
+		c->pcfg.period_ns = cm_rate_initial_period(&c->rcfg);
+}
+
 struct cm_collector *cm_collect_new(const struct cm_collect_opts *o,
 				    struct cm_tracker *t,
 				    struct cm_error *err)
@@ -307,6 +438,7 @@ struct cm_collector *cm_collect_new(const struct cm_collect_opts *o,
 	c->ns_per_tick = hz > 0 ? 1000000000ull / (uint64_t)hz : 10000000ull;
 	if (choose_backend(c, err))
 		goto fail;
+	rate_setup(c);
 	if (c->backend != CM_COLLECT_FAULT) {
 		c->s = cm_perf_sampler_new(&c->pcfg, err);
 		if (!c->s)
@@ -981,8 +1113,6 @@ int cm_collect_adapt_period(struct cm_collector *c, const double *cpu_s,
 	app = (uint64_t)(app_s * 1e9);
 	samples = samples_so_far(c);
 	if (!c->rate_started) {
-		cm_rate_config_default(&c->rcfg);
-		c->rcfg.target = c->o.overhead_target;
 		cm_rate_init(&c->rate, &c->rcfg, c->pcfg.period_ns, now);
 		c->rate_started = true;
 	} else {

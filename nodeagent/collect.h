@@ -68,6 +68,7 @@
 #include "detect_table.h"
 #include "perf_sample.h"
 #include "proc_track.h"
+#include "sample_rate.h"
 
 enum cm_collect_backend {
 	CM_COLLECT_SAMPLE = 0,	/* software address sampling + decoder */
@@ -113,6 +114,13 @@ struct cm_collect_opts {
 	/* adaptive period (sample backend, sample_rate.h) */
 	double overhead_target;	/* fraction of the app's CPU time, e.g.
 				 * 0.01; 0 (default): the period is fixed */
+	int period_auto;	/* with overhead_target > 0: begin at the
+				 * period that spends the target on samples
+				 * of the cost measured at start
+				 * (sample_rate.h; the cost is measured
+				 * whenever overhead_target > 0); period_ns
+				 * is then ignored.  0 (default): begin at
+				 * period_ns */
 };
 
 /* Fill the defaults above. */
@@ -177,6 +185,11 @@ struct cm_collect_stats {
 	 * (only the last CM_COLLECT_PERIODS_MAX) */
 	uint64_t period_changes;
 	double overhead;	/* estimate at the last decision, -1 none */
+	uint64_t sample_cost_ns;	/* per sample, used by the adaptive
+					 * period (0 when it is off) */
+	int sample_cost_measured;	/* 1: measured at start, 0: the
+					 * default */
+	uint64_t calib_cpu_ns;	/* CPU time the measurement took */
 	int nperiods;
 	struct cm_collect_period periods[CM_COLLECT_PERIODS_MAX];
 };
@@ -235,12 +248,28 @@ int cm_collect_set_period(struct cm_collector *c, uint64_t period,
  * agent spent in cm_collect_drain since the last call (the per-sample
  * costs the period controls; the agent's fixed costs, scans and mapping,
  * are not the period's business), feeds the policy of sample_rate.h
- * (target, bounds 250 µs - 10 ms, a decision at most every 5 s, a change
- * only for a factor >= 2) and applies a change with
+ * (target, bounds 250 µs - 10 ms, the first decision after 1 s, then at
+ * most every 4 s, a change only when the overhead is above 1.1 × or below
+ * 0.7 × the target) and applies a change with
  * cm_collect_set_period(c, new, m, err).  1 changed, 0 not, -1 when the
  * change failed (the old period stays). */
 int cm_collect_adapt_period(struct cm_collector *c, const double *cpu_s,
 			    int n, struct cm_matrix *m, struct cm_error *err);
+
+/* Measure what one sample of the sample backend costs the thread it
+ * interrupts (sample_rate.h, "Measuring the cost of a sample"): the
+ * calling thread spins through CM_RATE_CALIB_ROUNDS rounds of
+ * CM_RATE_CALIB_CHUNKS chunks of ~1 ms of CPU without sampling, then as
+ * many sampled every 100 µs (o->clock, the agent's registers and sample
+ * type: the real per-sample work of the kernel), timed in thread CPU time.
+ * Takes ~35 ms of this thread's CPU.  Fills *cost_ns
+ * (cm_rate_cost_estimate) and, when cal is not NULL, the raw
+ * measurements.  0, or -1 with errno/err when perf cannot sample this
+ * thread (EACCES/EPERM ...) or no sample came (EAGAIN). */
+int cm_collect_measure_sample_cost(const struct cm_collect_opts *o,
+				   uint64_t *cost_ns,
+				   struct cm_rate_calib *cal,
+				   struct cm_error *err);
 
 /* Poll descriptors of the rings (POLLIN when a ring is a quarter full);
  * returns how many were written.  They change after set_period. */

@@ -40,7 +40,7 @@ tests_unit_test_fault_sample_t_CFLAGS = $(AGENT_TEST_CFLAGS)
 tests_unit_test_fault_sample_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.la $(AGENT_TEST_LDADD)
 tests_unit_test_sample_rate_t_SOURCES = tests/unit/test_sample_rate.c
 tests_unit_test_sample_rate_t_CFLAGS = $(AGENT_TEST_CFLAGS)
-tests_unit_test_sample_rate_t_LDADD = $(AGENT_TEST_LDADD)
+tests_unit_test_sample_rate_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.la $(AGENT_TEST_LDADD)
 endif
 
 # The agent's pure parts (options, remap policy, result document, static

@@ -2,13 +2,17 @@
 # Detection overhead (docs/PERFORMANCE.md, "Detection overhead").
 #
 #   bash tests/bench/detect/run-detect.sh [--builddir DIR] [--reps N]
-#        [--periods "250 1000 2500"] [--scale K] [--pin] [--stand-in]
+#        [--periods "default 250 1000 2500"] [--scale K] [--pin] [--stand-in]
+#   bash tests/bench/detect/run-detect.sh [--builddir DIR] --long SECONDS
+#        [--start-period US]
 #
 # For a compute-bound workload (2 threads of register arithmetic) and a
 # sharing-heavy one (a producer/consumer pair over a 256 KiB buffer), both
 # from tests/workloads with a fixed amount of work (about 0.5 s and 1 s on
 # 2 idle cores; --scale K multiplies it), and for each sampling
-# period (µs of thread CPU time), runs the application alone and under the
+# period (µs of thread CPU time, or "default": the agent's own choice, no
+# --period-us, from the sample cost it measures at start and its 1%
+# budget), runs the application alone and under the
 # detector, interleaved (alone, detected, alone, detected, ...), --reps
 # times each (default 5).  The application times itself (elapsed_s, from
 # its start barrier to its end), so start-up of the tool is not counted.
@@ -17,6 +21,16 @@
 # the sampling interrupts and is much less disturbed than elapsed time by
 # other jobs on a shared machine), the tool's CPU time, its peak resident
 # memory, samples per second and the share decoded to a data address.
+# For "default" rows the period column is the median period the agent
+# chose and "cost µs" the median sample cost it measured (from its
+# --verbose line).
+#
+# --long SECONDS: one run of the sharing workload for SECONDS of wall time
+# under the agent at its default (or starting at --start-period US and
+# adapting, as `--period-us US --overhead 1` does), printing the period
+# history (stats.sample_periods), the agent's last overhead estimate, and
+# the samples per second of application CPU; it shows the adaptive period
+# converging on a long run.
 #
 # The detector is `commap run --mode dynamic --period-us P` when commap run
 # works, as a dry run on a synthetic copy of this machine ("pack:1 core:N
@@ -29,8 +43,10 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../../.." && pwd)
 builddir="$top/build-bench"
 reps=5
-periods="250 1000 2500"
+periods="default 250 1000 2500"
 standin=0
+long=0
+start_period=
 pin=0
 scale=1
 while [ $# -gt 0 ]; do
@@ -41,6 +57,8 @@ while [ $# -gt 0 ]; do
 	--stand-in) standin=1; shift ;;
 	--pin) pin=1; shift ;;
 	--scale) scale=$2; shift 2 ;;
+	--long) long=$2; shift 2 ;;
+	--start-period) start_period=$2; shift 2 ;;
 	*) echo "run-detect.sh: unknown option '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -98,18 +116,22 @@ watch_peak() {
 }
 
 # detected PERIOD_US OUT [--peak] -- APP...: run APP under the detector;
-# appends "elapsed app_cpu total_cpu peak_kib samples decoded agent_cpu"
-# to OUT, where
-# total_cpu is tool + application (from /usr/bin/time).
+# appends "elapsed app_cpu total_cpu peak_kib samples decoded agent_cpu
+# period_us cost_us" to OUT, where total_cpu is tool + application (from
+# /usr/bin/time), period_us the final period and cost_us the measured
+# cost of a sample (-1 when not measured).  PERIOD_US "default": no
+# --period-us, the agent chooses.
 detected() {
-	local period=$1 outf=$2 pid peak=-1 samples app watch=0
+	local period=$1 outf=$2 pid peak=-1 samples app watch=0 cost
+	local pargs=(--period-us "$period")
 	shift 2
 	[ "$1" = --peak ] && { watch=1; shift; }
 	shift
+	[ "$period" = default ] && pargs=(--verbose)
 	if [ "$tool" = agent ]; then
 		/usr/bin/time -f "%U %S" -o "$T/time" \
 			"$commap" run --quiet --mode dynamic \
-			--period-us "$period" "${dry[@]}" \
+			"${pargs[@]}" "${dry[@]}" \
 			--output "$T/r.json" -- "$@" >"$T/app" 2>"$T/tool" &
 	else
 		/usr/bin/time -f "%U %S" -o "$T/time" \
@@ -123,13 +145,66 @@ detected() {
 	wait "$pid"
 	app=$(sed -n 's/.*elapsed_s=\([0-9.]*\) cpu_s=\([0-9.]*\).*/\1 \2/p' "$T/app")
 	if [ "$tool" = agent ]; then
-		samples=$(python3 -c 'import json,sys; s = json.load(open(sys.argv[1]))["stats"]; print(s["samples"], s["decoded"], s["agent_cpu_s"])' "$T/r.json")
+		samples=$(python3 -c 'import json,sys; s = json.load(open(sys.argv[1]))["stats"]; print(s["samples"], s["decoded"], s["agent_cpu_s"], s["sample_period_us"])' "$T/r.json")
 	else
 		samples="$(perf report -i "$T/perf.data" --stats 2>/dev/null |
-			awk '/SAMPLE events:/ {print $3; exit}') -1 -1"
+			awk '/SAMPLE events:/ {print $3; exit}') -1 -1 $period"
 	fi
-	echo "$app $(awk '{print $1 + $2}' "$T/time") $peak $samples" >>"$outf"
+	cost=$(sed -n 's/.*: \([0-9.]*\) us per sample (measured).*/\1/p' \
+		"$T/tool" | head -1)
+	echo "$app $(awk '{print $1 + $2}' "$T/time") $peak $samples ${cost:--1}" >>"$outf"
 }
+
+# --long: one long run of the sharing workload, the period history.
+# commap run has no --overhead (with --period-us the period is fixed), so
+# a start period is given to the agent itself, attached to the running
+# workload with --pid.
+long_run() {
+	local app=("$wl" --pattern pairs --threads 2 --seconds "$long"
+		--report-time) apid
+	if [ -z "$start_period" ]; then
+		"$commap" run --quiet --verbose "${dry[@]}" \
+			--output "$T/long.json" -- "${app[@]}" \
+			>"$T/app" 2>"$T/tool"
+	else
+		"${app[@]}" >"$T/app" &
+		apid=$!
+		"$builddir/nodeagent/commap-agent" --verbose \
+			--period-us "$start_period" --overhead 1 "${dry[@]}" \
+			--output "$T/long.json" --pid "$apid" 2>"$T/tool" &
+		wait "$apid"
+		wait
+	fi
+	python3 - "$T/long.json" "$T/app" "$T/tool" <<'EOF2'
+import json, re, sys
+s = json.load(open(sys.argv[1]))["stats"]
+app = open(sys.argv[2]).read()
+tool = open(sys.argv[3]).read()
+el, cpu = (float(x) for x in
+           re.search(r"elapsed_s=([0-9.]+) cpu_s=([0-9.]+)", app).groups())
+m = re.search(r"([0-9.]+) us per sample \((measured|default)\)", tool)
+cost = float(m.group(1)) if m else 15.0
+print(f"wall {el:.1f} s, application CPU {cpu:.1f} s, "
+      f"{s['samples']} samples ({s['samples'] / cpu:.0f} per s of "
+      f"application CPU), sample cost {cost} us "
+      f"({m.group(2) if m else 'assumed'}), agent CPU {s['agent_cpu_s']:.3f} s")
+print("period history [t s, period us]:",
+      " ".join(f"[{t:.2f}, {p}]" for t, p in s["sample_periods"]))
+ov = s["samples"] * cost * 1e-6 / cpu
+print(f"samples x cost / application CPU = {ov:.2%}; "
+      f"agent CPU / application CPU = {s['agent_cpu_s'] / cpu:.2%}")
+EOF2
+}
+if [ "$long" != 0 ]; then
+	[ "$tool" = agent ] || {
+		echo "run-detect.sh: --long needs commap run" >&2
+		exit 2
+	}
+	long_run
+	exit 0
+fi
+# perf record needs a number.
+[ "$tool" = agent ] || periods=${periods//default/}
 
 declare -A work=(
 	[compute]="--pattern compute --threads 2 --passes $((12000 * scale))"
@@ -168,10 +243,10 @@ label = ("commap run (agent" + (", pinning)" if pin else ", dry run)")
          if tool == "agent" else
          "STAND-IN: perf record -e cpu-clock:u --user-regs (no decoding)")
 print(f"Detector: {label}; {reps} interleaved repetitions; medians.\n")
-print("| workload | period µs | alone s | detected s | ratio | "
+print("| workload | period µs | cost µs | alone s | detected s | ratio | "
       "app CPU ratio | tool CPU s | tool CPU / app CPU | tool peak RSS MiB | "
       "samples/s | decoded |")
-print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 for w in ("compute", "sharing"):
     for p in periods:
         arows = [l.split() for l in open(f"{d}/{w}.{p}.alone") if l.strip()]
@@ -184,6 +259,13 @@ for w in ("compute", "sharing"):
         samples = [float(r[4]) for r in rows]
         totcpu = [float(r[2]) for r in rows]
         decoded = [float(r[5]) for r in rows]
+        chosen = [float(r[7]) for r in rows]
+        costs = [float(r[8]) for r in rows if float(r[8]) >= 0]
+        plabel = (f"default ({st.median(chosen):.0f}, "
+                  f"{min(chosen):.0f}-{max(chosen):.0f})"
+                  if p == "default" else p)
+        clabel = (f"{st.median(costs):.1f} ({min(costs):.1f}-{max(costs):.1f})"
+                  if costs else "-")
         ratio = st.median(el) / st.median(alone)
         cratio = st.median(appcpu) / st.median(alonecpu)
         sps = st.median([s / e for s, e in zip(samples, el)])
@@ -194,7 +276,7 @@ for w in ("compute", "sharing"):
         frac = tcpu / st.median(appcpu) if tcpu == tcpu else float("nan")
         def f(x, fmt):
             return "n/a" if x != x else format(x, fmt)
-        print(f"| {w} | {p} | {st.median(alone):.3f} | {st.median(el):.3f} | "
+        print(f"| {w} | {plabel} | {clabel} | {st.median(alone):.3f} | {st.median(el):.3f} | "
               f"{ratio:.3f} | {cratio:.3f} | {f(tcpu, '.3f')} | {f(frac, '.3f')} | "
               f"{max(peak) / 1024:.1f} | {sps:.0f} | "
               f"{'n/a' if dec != dec else format(dec, '.1%')} |")
