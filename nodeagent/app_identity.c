@@ -147,6 +147,141 @@ int cm_app_exe_hash(const char *file, const char *display,
 	return kind;
 }
 
+/* ---- in the background ------------------------------------------- */
+
+#ifdef HAVE_LIBCRYPTO
+static void *hash_thread(void *arg)
+{
+	struct cm_exe_hash_job *j = arg;
+
+	j->rc = sha256_fd(j->fd, j->hash);
+	atomic_store(&j->done, 1);
+	return NULL;
+}
+#endif
+
+/* Start the thread for a large regular file: 0 started, -1 not. */
+static int start_thread(struct cm_exe_hash_job *j, int fd,
+			const struct stat *st, const char *display)
+{
+#ifdef HAVE_LIBCRYPTO
+	if (!S_ISREG(st->st_mode) ||
+	    (uint64_t)st->st_size <= CM_EXE_HASH_INLINE_BYTES ||
+	    (uint64_t)st->st_size > CM_EXE_HASH_MAX_BYTES)
+		return -1;
+	memset(j, 0, sizeof(*j));
+	j->fd = fd;
+	j->dev = st->st_dev;
+	j->ino = st->st_ino;
+	j->size = st->st_size;
+	j->mtime_ns = mtime_ns(st);
+	snprintf(j->display, sizeof(j->display), "%s", display);
+	atomic_init(&j->done, 0);
+	if (pthread_create(&j->thread, NULL, hash_thread, j) != 0)
+		return -1;
+	j->running = 1;
+	return 0;
+#else
+	(void)j, (void)fd, (void)st, (void)display;
+	return -1;
+#endif
+}
+
+int cm_app_exe_hash_start(struct cm_exe_hash_job *j, const char *file,
+			  const char *display,
+			  struct cm_exe_hash_cache *cache,
+			  char out[CM_EXE_HASH_MAX], struct cm_error *err)
+{
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+
+	j->running = 0;
+	if (fd >= 0 && fstat(fd, &st) == 0 && !cache_hit(cache, &st) &&
+	    start_thread(j, fd, &st, display ? display : file) == 0)
+		return 0;
+	if (fd >= 0)
+		close(fd);
+	/* Small, cached, unreadable or not hashable: at once. */
+	return cm_app_exe_hash(file, display, cache, out, err) < 0 ? -1 : 1;
+}
+
+int cm_app_exe_hash_finish(struct cm_exe_hash_job *j, int wait,
+			   struct cm_exe_hash_cache *cache,
+			   char out[CM_EXE_HASH_MAX])
+{
+	struct stat st;
+
+	if (!j->running)
+		return 1;
+	if (!wait && !atomic_load(&j->done))
+		return 0;
+	pthread_join(j->thread, NULL);
+	j->running = 0;
+	close(j->fd);
+	if (j->rc == 0)
+		snprintf(out, CM_EXE_HASH_MAX, "%s", j->hash);
+	else
+		cm_app_exe_meta((uint64_t)j->size,
+				(int64_t)(j->mtime_ns / 1000000000), j->display,
+				out);
+	memset(&st, 0, sizeof(st));
+	st.st_dev = j->dev;
+	st.st_ino = j->ino;
+	st.st_size = j->size;
+	st.st_mtim.tv_sec = (time_t)(j->mtime_ns / 1000000000);
+	st.st_mtim.tv_nsec = (long)(j->mtime_ns % 1000000000);
+	cache_put(cache, &st, out);
+	return 1;
+}
+
+/* ---- Slurm's tasks per node ---------------------------------------- */
+
+static int parse_count(const char **p, long max)
+{
+	char *end;
+	long v;
+
+	if (**p < '0' || **p > '9')
+		return -1;
+	v = strtol(*p, &end, 10);
+	if (v < 0 || v > max)
+		return -1;
+	*p = end;
+	return (int)v;
+}
+
+int cm_app_tasks_on_node(const char *tpn, int nodeid)
+{
+	const char *p = tpn;
+	long node = 0;
+	int found = -1;
+
+	if (!p || nodeid < 0)
+		return -1;
+	/* The whole string must parse, whichever node is asked for. */
+	for (;;) {
+		int count = parse_count(&p, 1 << 20), times = 1;
+
+		if (count < 0)
+			return -1;
+		if (p[0] == '(') {
+			if (p[1] != 'x')
+				return -1;
+			p += 2;
+			times = parse_count(&p, 1 << 24);
+			if (times < 1 || *p++ != ')')
+				return -1;
+		}
+		if (found < 0 && nodeid < node + times)
+			found = count;
+		node += times;
+		if (*p == '\0')
+			return found;
+		if (*p++ != ',')
+			return -1;
+	}
+}
+
 /* Append s to out (used bytes *n, size len), digit runs as one '#' when
  * squash; cut at len - 1. */
 static void append(char *out, size_t len, size_t *n, const char *s,

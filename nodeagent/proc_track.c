@@ -8,13 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "proc_track.h"
 #include "grow.h"
-
-/* Scans (every 20-50 ms in the agent) during which a child that took its
- * parent's rank looks for its own: about a second and a half. */
-#define RANK_REREADS 64
 
 struct cm_tracker {
 	char root[256];		/* proc root; paths built from it fit PATH_MAX */
@@ -88,6 +85,55 @@ int cm_proc_read_uid(const char *proc_root, pid_t pid, uid_t *uid)
 	return 0;
 }
 
+/* The environment a process started its program with (NUL-separated,
+ * at most 256 KiB), malloc'ed with *len, or NULL. */
+static char *read_environ(const char *proc_root, pid_t pid, size_t *len)
+{
+	char path[PATH_MAX], *buf;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%d/environ", proc_root, (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	buf = malloc(256 * 1024 + 1);
+	if (buf) {
+		*len = fread(buf, 1, 256 * 1024, f);
+		buf[*len] = '\0';
+	}
+	fclose(f);
+	return buf;
+}
+
+/* The value of "KEY=" in env (len bytes), or NULL. */
+static const char *env_value(const char *env, size_t len, const char *key)
+{
+	size_t klen = strlen(key);
+
+	for (size_t off = 0; off < len; off += strlen(env + off) + 1)
+		if (strncmp(env + off, key, klen) == 0)
+			return env + off + klen;
+	return NULL;
+}
+
+int cm_proc_read_env(const char *proc_root, pid_t pid, const char *key,
+		     char *out, size_t outlen)
+{
+	char name[256];
+	size_t len;
+	char *env = read_environ(proc_root, pid, &len);
+	const char *v;
+	int rc = -1;
+
+	snprintf(name, sizeof(name), "%s=", key);
+	if (env && (v = env_value(env, len, name)) && strlen(v) < outlen) {
+		memcpy(out, v, strlen(v) + 1);
+		rc = 0;
+	}
+	free(env);
+	return rc;
+}
+
 /* Rank an MPI launcher gave the process, or -1.  *mpi is set when it
  * comes from an MPI variable (PMIX_RANK, OMPI_COMM_WORLD_RANK) rather
  * than Slurm's SLURM_PROCID, which a process forked by mpirun inside a
@@ -97,38 +143,24 @@ static int read_env_rank_src(const char *proc_root, pid_t pid, int *mpi)
 	static const char *const keys[] = {
 		"PMIX_RANK=", "OMPI_COMM_WORLD_RANK=", "SLURM_PROCID=",
 	};
-	char path[PATH_MAX], *buf;
 	size_t len;
-	FILE *f;
+	char *buf = read_environ(proc_root, pid, &len);
 	int rank = -1;
 
 	*mpi = 0;
-	snprintf(path, sizeof(path), "%s/%d/environ", proc_root, (int)pid);
-	f = fopen(path, "re");
-	if (!f)
+	if (!buf)
 		return -1;
-	buf = malloc(256 * 1024 + 1);
-	if (!buf) {
-		fclose(f);
-		return -1;
-	}
-	len = fread(buf, 1, 256 * 1024, f);
-	fclose(f);
-	buf[len] = '\0';
 	for (size_t k = 0; k < 3 && rank < 0; k++) {
-		size_t klen = strlen(keys[k]);
+		const char *v = env_value(buf, len, keys[k]);
+		char *end;
+		long r;
 
-		for (size_t off = 0; off < len; off += strlen(buf + off) + 1) {
-			if (strncmp(buf + off, keys[k], klen) == 0) {
-				char *end;
-				long v = strtol(buf + off + klen, &end, 10);
-
-				if (*end == '\0' && v >= 0 && v <= INT_MAX) {
-					rank = (int)v;
-					*mpi = k < 2;
-				}
-				break;
-			}
+		if (!v)
+			continue;
+		r = strtol(v, &end, 10);
+		if (*end == '\0' && end != v && r >= 0 && r <= INT_MAX) {
+			rank = (int)r;
+			*mpi = k < 2;
 		}
 	}
 	free(buf);
@@ -140,6 +172,29 @@ static int read_env_rank(const char *proc_root, pid_t pid)
 	int mpi;
 
 	return read_env_rank_src(proc_root, pid, &mpi);
+}
+
+/* The file behind /proc/PID/exe: 0, or -1 (gone, a kernel thread). */
+static int read_exe_id(const char *proc_root, pid_t pid, dev_t *dev,
+		       ino_t *ino)
+{
+	char path[PATH_MAX];
+	struct stat sb;
+
+	snprintf(path, sizeof(path), "%s/%d/exe", proc_root, (int)pid);
+	if (stat(path, &sb) < 0)
+		return -1;
+	*dev = sb.st_dev;
+	*ino = sb.st_ino;
+	return 0;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* ---- tables ------------------------------------------------------- */
@@ -194,6 +249,8 @@ int cm_tracker_find_thread(const struct cm_tracker *t, pid_t tid)
 	return -1;
 }
 
+static void set_ident(struct cm_tracker *t, int thread);
+
 static int add_thread(struct cm_tracker *t, int proc, pid_t tid,
 		      uint64_t start)
 {
@@ -210,9 +267,12 @@ static int add_thread(struct cm_tracker *t, int proc, pid_t tid,
 	th->start = start;
 	th->proc = proc;
 	th->index = t->procs[proc].nthreads_seen++;
+	th->ident = -1;
 	th->alive = 1;
 	tid_index_put(t, t->nthreads);
 	t->nthreads++;
+	if (t->procs[proc].ordinal >= 0)
+		set_ident(t, t->nthreads - 1);
 	return 0;
 }
 
@@ -239,8 +299,70 @@ static int add_proc(struct cm_tracker *t, pid_t pid, uint64_t start,
 	p->parent = parent;
 	p->nthreads_seen = 0;
 	p->alive = 1;
-	p->rank_rereads = 0;
+	p->ordinal = -1;
+	p->rank_deadline_ns = 0;
+	p->fork_exe_dev = 0;
+	p->fork_exe_ino = 0;
 	return t->nprocs++;
+}
+
+/* ---- identities (proc_track.h) -------------------------------------- */
+
+/* The next overflow index of rank's threads, in discovery order. */
+static int overflow_ident(const struct cm_tracker *t, int rank)
+{
+	int n = 0;
+
+	for (int i = 0; i < t->nthreads; i++)
+		n += t->threads[i].ident >= CM_IDENT_OVERFLOW_BASE &&
+		     t->procs[t->threads[i].proc].rank == rank;
+	n += CM_IDENT_OVERFLOW_BASE;
+	return n > CM_IDENT_INDEX_MAX ? CM_IDENT_INDEX_MAX : n;
+}
+
+static void set_ident(struct cm_tracker *t, int thread)
+{
+	struct cm_tracked_thread *th = &t->threads[thread];
+	const struct cm_tracked_proc *p = &t->procs[th->proc];
+	int id = cm_ident_index(p->ordinal, th->index);
+
+	th->ident = id >= 0 ? id : overflow_ident(t, p->rank);
+}
+
+/* Process p's rank is final: it takes the next ordinal of that rank and
+ * its threads get their identities. */
+static void finalize_rank(struct cm_tracker *t, int p, int rank)
+{
+	int ord = 0;
+
+	for (int i = 0; i < t->nprocs; i++)
+		ord += i != p && t->procs[i].ordinal >= 0 &&
+		       t->procs[i].rank == rank;
+	t->procs[p].rank = rank;
+	t->procs[p].ordinal = ord;
+	for (int i = 0; i < t->nthreads; i++)
+		if (t->threads[i].proc == p)
+			set_ident(t, i);
+}
+
+/* A provisional rank (proc_track.h): final once an MPI variable gives
+ * it, once the process has exec'ed (its environment is its own then),
+ * or at the deadline; until then its parent's.  The program is read
+ * before the environment: a process seen exec'ed has its new one. */
+static void decide_rank(struct cm_tracker *t, int p, uint64_t now)
+{
+	struct cm_tracked_proc *pr = &t->procs[p];
+	dev_t dev;
+	ino_t ino;
+	int execd = read_exe_id(t->root, pr->pid, &dev, &ino) == 0 &&
+		    (dev != pr->fork_exe_dev || ino != pr->fork_exe_ino);
+	int mpi, rank = read_env_rank_src(t->root, pr->pid, &mpi);
+
+	if (rank < 0 || !(mpi || execd))
+		rank = pr->parent >= 0 ? t->procs[pr->parent].rank : pr->rank;
+	pr->rank = rank;
+	if (mpi || execd || now >= pr->rank_deadline_ns)
+		finalize_rank(t, p, rank);
 }
 
 /* ---- public API ---------------------------------------------------- */
@@ -291,8 +413,12 @@ int cm_tracker_add_root(struct cm_tracker *t, pid_t pid, int rank,
 		return 0;
 	if (rank < 0)
 		rank = read_env_rank(t->root, pid);
-	if (add_proc(t, pid, start, rank < 0 ? 0 : rank, -1) < 0)
+	if (rank < 0)
+		rank = 0;
+	if (add_proc(t, pid, start, rank, -1) < 0)
 		return cm_errorf(err, ENOMEM, "out of memory");
+	/* A root's rank is final: given, or its own environment's. */
+	finalize_rank(t, t->nprocs - 1, rank);
 	return 0;
 }
 
@@ -312,7 +438,8 @@ static int cmp_new_tid(const void *a, const void *b)
 
 /* Children of one thread (/proc/PID/task/TID/children) become tracked
  * processes of ours when they have the step's owner. */
-static void scan_children(struct cm_tracker *t, int proc, pid_t tid)
+static void scan_children(struct cm_tracker *t, int proc, pid_t tid,
+			  uint64_t now)
 {
 	char path[PATH_MAX];
 	FILE *f;
@@ -324,18 +451,26 @@ static void scan_children(struct cm_tracker *t, int proc, pid_t tid)
 	if (!f)
 		return;
 	while (fscanf(f, "%d", &child) == 1) {
+		struct cm_tracked_proc *c;
 		uint64_t start;
-		int rank, mpi;
+		int np;
 
 		if (cm_proc_read_stat(t->root, child, 0, &start, NULL) < 0 ||
 		    find_proc(t, child, start) >= 0 || !owner_ok(t, child))
 			continue;
-		rank = read_env_rank_src(t->root, child, &mpi);
-		/* add_proc may move t->procs: no pointers kept across it.
-		 * Without an MPI rank yet, look again on later scans. */
-		if (add_proc(t, child, start, rank >= 0 ? rank :
-			     t->procs[proc].rank, proc) >= 0 && !mpi)
-			t->procs[t->nprocs - 1].rank_rereads = RANK_REREADS;
+		/* add_proc may move t->procs: no pointers kept across it. */
+		np = add_proc(t, child, start, t->procs[proc].rank, proc);
+		if (np < 0)
+			continue;
+		c = &t->procs[np];
+		c->rank_deadline_ns = now + CM_RANK_PROVISIONAL_NS;
+		/* The program it was forked with: its parent's (or, that
+		 * gone, its own now), so that its exec is seen. */
+		if (read_exe_id(t->root, t->procs[proc].pid, &c->fork_exe_dev,
+				&c->fork_exe_ino) < 0)
+			read_exe_id(t->root, child, &c->fork_exe_dev,
+				    &c->fork_exe_ino);
+		decide_rank(t, np, now);
 	}
 	fclose(f);
 }
@@ -409,37 +544,52 @@ static void mark_exited(struct cm_tracker *t)
 	}
 }
 
-/* A child seen before its exec may get its MPI rank later. */
-static void reread_rank(struct cm_tracker *t, int p)
-{
-	int mpi, rank = read_env_rank_src(t->root, t->procs[p].pid, &mpi);
-
-	if (rank >= 0)
-		t->procs[p].rank = rank;
-	if (mpi)
-		t->procs[p].rank_rereads = 0;
-	else
-		t->procs[p].rank_rereads--;
-}
-
 int cm_tracker_scan(struct cm_tracker *t)
 {
+	uint64_t now = mono_ns();
 	int added = 0;
 
 	mark_exited(t);
 	/* t->nprocs grows while we scan: new children are scanned in the
 	 * same pass. */
 	for (int p = 0; p < t->nprocs; p++) {
+		if (t->procs[p].ordinal < 0 && !t->procs[p].alive &&
+		    now >= t->procs[p].rank_deadline_ns)
+			finalize_rank(t, p, t->procs[p].rank);
 		if (!t->procs[p].alive)
 			continue;
-		if (t->procs[p].rank_rereads > 0)
-			reread_rank(t, p);
+		if (t->procs[p].ordinal < 0)
+			decide_rank(t, p, now);
 		added += scan_proc_threads(t, p);
 		for (int i = 0; i < t->nthreads; i++)
 			if (t->threads[i].alive && t->threads[i].proc == p)
-				scan_children(t, p, t->threads[i].tid);
+				scan_children(t, p, t->threads[i].tid, now);
 	}
 	return added;
+}
+
+void cm_tracker_settle(struct cm_tracker *t)
+{
+	for (int p = 0; p < t->nprocs; p++) {
+		if (t->procs[p].ordinal >= 0)
+			continue;
+		if (t->procs[p].alive)
+			decide_rank(t, p, UINT64_MAX);
+		else
+			finalize_rank(t, p, t->procs[p].rank);
+	}
+}
+
+int cm_tracker_thread_ident(const struct cm_tracker *t, int i, int *rank,
+			    int *index)
+{
+	const struct cm_tracked_thread *th = cm_tracker_thread(t, i);
+
+	if (!th)
+		return -1;
+	*rank = t->procs[th->proc].rank;
+	*index = th->ident;
+	return th->ident >= 0;
 }
 
 int cm_tracker_nprocs(const struct cm_tracker *t)

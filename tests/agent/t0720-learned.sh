@@ -135,6 +135,44 @@ is "another shape: one log line" "$(nolines 'learned model abandoned')" 1
 ok "another shape: 13 threads followed, ran dynamic" py "$T/r4.json" \
 	'len(d["threads"]) == 13 and d["mode"] == "dynamic"'
 
+# --- identities of several processes of one rank ------------------------------
+# bash (the root, rank 0) starts a subshell that never execs (a forked
+# helper, like LeakSanitizer's tracer) and the pairs program.  Each
+# process of the rank gets its own index space (docs/agent.md, "Thread
+# identities"): bash 0, pairs 1000..1008 (its rank is final at its
+# exec), the subshell 2000 (final after CM_RANK_PROVISIONAL_NS).  Before,
+# all three started at index 0: (0, 0) three times, a result the service
+# cannot fold into a model.
+mkfifo "$T/fifo"
+fork_app() {
+	run "$commap" run "$@" --topology "$topo" -- bash -c \
+		'(read -t 2 x <>"$1") & "$0" -p 4 -t 2500; wait' "$pairs" \
+		"$T/fifo"
+}
+fork_app --output "$T/f1.json"
+is "forked helper, run 1: exit 0" "$status" 0
+is "run 1: one identity per thread, per process its own index space" \
+	"$(pyv "$T/f1.json" 'sorted((t["rank"], t["index"]) for t in d["threads"])')" \
+	"[(0, 0), (0, 1000), (0, 1001), (0, 1002), (0, 1003), (0, 1004), (0, 1005), (0, 1006), (0, 1007), (0, 1008), (0, 2000)]"
+fq="exe_hash=$(pyv "$T/f1.json" 'd["identity"]["exe_hash"]' | sed 's/:/%3A/')&ranks=1"
+fq="$fq&argv_shape=$(pyv "$T/f1.json" '__import__("urllib.parse").parse.quote(d["identity"]["argv_shape"], safe="")')"
+req root GET "/v1/models?$fq"
+is "run 1 fed a model (identities do not repeat)" "$code" 200
+fork_app --mode learned --output "$T/f2.json"
+is "forked helper, run 2 (learned): exit 0" "$status" 0
+ok "run 2: the model is used to the end (no identity unknown to it)" \
+	py "$T/f2.json" 'd["model"]["used"] is True and d["mode"] == "learned"'
+# (every pair the model saw communicating: all 4 on a quiet machine,
+# fewer when run 1 was starved of CPU, e.g. under sanitizers)
+ok "run 2: pairs workers (1001..1008) pinned once each, from the model" \
+	py "$T/f2.json" '(lambda mig, w: len(mig) >= 2 and
+	len(set(m["thread"] for m in mig)) == len(mig) and
+	all(m["thread"] in w and m["from"] == -1 for m in mig))(d["migrations"],
+	[i for i, t in enumerate(d["threads"]) if 1001 <= t["index"] <= 1008])'
+ok "run 2: no migration after the learned pins" py "$T/f2.json" \
+	'all(m["reason"] == "learned" for m in d["timeline"])'
+diag "forked helper, learned pin latency (ms): $(pyv "$T/f2.json" 'd["stats"]["pin_latency_ms"]')"
+
 # --- the service is down: dynamic, the job runs ------------------------------
 stop_service
 run "$commap" run --mode learned --topology "$topo" --output "$T/r5.json" \

@@ -1,7 +1,8 @@
 /* test_app_identity.c: the application identity of learned mappings
  * (nodeagent/app_identity.h): argv shapes, executable hashes checked
  * against coreutils' sha256sum, the (dev, inode, size, mtime) cache and
- * the meta fallback. */
+ * the meta fallback, hashing in the background, and the thread identity
+ * index of several processes of one rank (proc_track.h). */
 #include <config.h>
 
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "app_identity.h"
+#include "proc_track.h"
 #include "tap.h"
 
 static char dir[] = "/tmp/test_app_identity.XXXXXX";
@@ -153,6 +155,124 @@ static void cache(void)
 	}
 }
 
+/* A sparse file of size bytes ending in one byte (fast to make). */
+static void sparse_file(const char *path, off_t size)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	if (fd < 0)
+		return;
+	if (ftruncate(fd, size - 1) != 0 || pwrite(fd, "x", 1, size - 1) != 1)
+		diag("cannot make %s", path);
+	close(fd);
+}
+
+/* The agent's loop must not stop for a large executable: over
+ * CM_EXE_HASH_INLINE_BYTES a thread hashes it; small files, cache hits
+ * and files over the cap answer at once. */
+static void background(void)
+{
+	struct cm_exe_hash_cache c = { 0 };
+	struct cm_exe_hash_job j;
+	char path[128], got[CM_EXE_HASH_MAX], want[80];
+	struct cm_error err;
+	int rc, polls = 0;
+
+	snprintf(path, sizeof(path), "%s/small", dir);
+	write_file(path, 5000, 3);
+	sha256sum_of(path, want, sizeof(want));
+	rc = cm_app_exe_hash_start(&j, path, NULL, NULL, got, &err);
+	is_int(rc, 1, "a small file: hashed at once");
+	if (cm_app_have_sha256())
+		is_str(got, want, "  its sha256");
+	is_int(cm_app_exe_hash_finish(&j, 0, NULL, got), 1,
+	       "  finish on a job that never ran a thread: done");
+
+	snprintf(path, sizeof(path), "%s/large", dir);
+	sparse_file(path, (off_t)CM_EXE_HASH_INLINE_BYTES + 4096);
+	sha256sum_of(path, want, sizeof(want));
+	memset(got, 0, sizeof(got));
+	rc = cm_app_exe_hash_start(&j, path, NULL, &c, got, &err);
+	if (!cm_app_have_sha256()) {
+		is_int(rc, 1, "no libcrypto: a large file gets the meta form "
+		       "at once");
+		return;
+	}
+	is_int(rc, 0, "a file over the inline size: hashed by a thread");
+	is_str(got, "", "  nothing written to out before it finishes");
+	while (cm_app_exe_hash_finish(&j, 0, &c, got) == 0 && polls < 100000) {
+		polls++;
+		usleep(1000);
+	}
+	diag("polled %d times while the thread hashed", polls);
+	is_str(got, want, "  polled to the end: its sha256");
+	ok(c.valid && strcmp(c.hash, want) == 0, "  and the cache holds it");
+	memset(got, 0, sizeof(got));
+	rc = cm_app_exe_hash_start(&j, path, NULL, &c, got, &err);
+	ok(rc == 1 && strcmp(got, want) == 0,
+	   "the same file again: the cache answers at once");
+
+	rc = cm_app_exe_hash_start(&j, path, NULL, NULL, got, &err);
+	is_int(rc, 0, "without a cache: a thread again");
+	is_int(cm_app_exe_hash_finish(&j, 1, NULL, got), 1,
+	       "  finish with wait blocks until it is done");
+	is_str(got, want, "  the same hash");
+
+	snprintf(path, sizeof(path), "%s/huge", dir);
+	sparse_file(path, (off_t)CM_EXE_HASH_MAX_BYTES + 1);
+	rc = cm_app_exe_hash_start(&j, path, "/opt/huge", NULL, got, &err);
+	ok(rc == 1 && strncmp(got, "meta:1073741825:", 16) == 0 &&
+	   strstr(got, "/opt/huge"),
+	   "over the 1 GiB cap: the meta form at once (%s)", got);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/missing", dir);
+	ok(cm_app_exe_hash_start(&j, path, NULL, NULL, got, &err) == -1 &&
+	   errno == ENOENT, "a missing file: -1/ENOENT (%s)", err.text);
+}
+
+/* Identity index of (process ordinal, creation index): the rank's first
+ * process keeps plain creation indices, further ones get their own
+ * thousand, anything past the scheme overflows (-1: the tracker then
+ * numbers it from CM_IDENT_OVERFLOW_BASE). */
+static void ident_table(void)
+{
+	static const struct { int ord, cidx, want; } t[] = {
+		{ 0, 0, 0 }, { 0, 1, 1 }, { 0, 999, 999 }, { 0, 1000, -1 },
+		{ 1, 0, 1000 }, { 1, 8, 1008 }, { 2, 0, 2000 }, { 2, 5, 2005 },
+		{ 64, 999, 64999 }, { 65, 0, -1 }, { -1, 0, -1 },
+		{ 0, -1, -1 }, { 3, 100000, -1 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		ok(cm_ident_index(t[i].ord, t[i].cidx) == t[i].want,
+		   "identity index of process %d, thread %d: %d", t[i].ord,
+		   t[i].cidx, t[i].want);
+	ok(cm_ident_index(CM_IDENT_MAX_ORDINAL, CM_IDENT_PROC_STRIDE - 1) <
+	   CM_IDENT_OVERFLOW_BASE && CM_IDENT_OVERFLOW_BASE <
+	   CM_IDENT_INDEX_MAX, "regular indices stay below the overflow "
+	   "range, which stays within the result's limit");
+}
+
+/* SLURM_STEP_TASKS_PER_NODE: how many task lines the agent waits for. */
+static void tasks_per_node_table(void)
+{
+	static const struct { const char *s; int node, want; } t[] = {
+		{ "2", 0, 2 }, { "2", 1, -1 }, { "1,3", 1, 3 },
+		{ "4(x3),2", 0, 4 }, { "4(x3),2", 2, 4 }, { "4(x3),2", 3, 2 },
+		{ "4(x3),2", 4, -1 }, { "16(x2)", 1, 16 }, { "0", 0, 0 },
+		{ "", 0, -1 }, { "x", 0, -1 }, { "2,", 0, -1 },
+		{ "2(x0)", 0, -1 }, { "2(y3)", 0, -1 }, { "2(x3", 0, -1 },
+		{ "2,garbage", 0, -1 }, { "-1", 0, -1 }, { "2", -1, -1 },
+		{ "99999999999", 0, -1 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		ok(cm_app_tasks_on_node(t[i].s, t[i].node) == t[i].want,
+		   "tasks per node '%s', node %d: %d", t[i].s, t[i].node,
+		   t[i].want);
+	ok(cm_app_tasks_on_node(NULL, 0) == -1, "tasks per node: NULL");
+}
+
 static void fallback(void)
 {
 	char got[CM_EXE_HASH_MAX], want[CM_EXE_HASH_MAX], path[300];
@@ -201,6 +321,9 @@ int main(void)
 	hash_proc_exe();
 	cache();
 	fallback();
+	background();
+	ident_table();
+	tasks_per_node_table();
 	{
 		char cmd[200];
 

@@ -12,6 +12,7 @@ E2E_TESTS = \
 	tests/e2e/t0540-sbatch-mpirun.sh \
 	tests/e2e/t0550-agent-failures.sh \
 	tests/e2e/t0560-two-steps.sh \
+	tests/e2e/t0570-learned-mpi.sh \
 	tests/e2e/t0580-cgroup.sh
 TESTS += $(E2E_TESTS)
 EXTRA_DIST += $(E2E_TESTS) tests/e2e/e2e-lib.sh \
@@ -23,6 +24,10 @@ EXTRA_DIST += $(E2E_TESTS) tests/e2e/e2e-lib.sh \
 # private cluster; tests/bench/spank/launch (built by make check) times the
 # plugin's agent start alone.
 EXTRA_DIST += tests/bench/spank/run-launch.sh tests/bench/spank/null-agent.sh
+
+# Learned pin latency of MPI and hybrid jobs (docs/PERFORMANCE.md,
+# "Learned mappings"): by hand, it runs t0570 several times.
+EXTRA_DIST += tests/bench/learned/run-pin-latency-mpi.sh
 
 # tests/bench/spank/launch: the time the plugin's agent start holds
 # slurmstepd (cm_agent_launch + one task line), without Slurm.
