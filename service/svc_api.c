@@ -96,7 +96,9 @@ static int upload_id_valid(const char *s)
 /* The body is parsed and validated in one pass without jansson values
  * (svc_result_check) and stored as received: no canonical re-dump.  A
  * retry is recognised by comparing canonical forms only when a result of
- * the same identity exists (svc_db_store_text). */
+ * the same identity exists (svc_db_store_text).  Concurrent uploads are
+ * committed together (svc_db_pool_store); each is answered only once its
+ * transaction committed. */
 static void post_result(const struct svc_api *api,
 			const struct svc_api_request *rq,
 			struct svc_api_response *rs)
@@ -105,7 +107,6 @@ static void post_result(const struct svc_api *api,
 	struct svc_result_ident id;
 	struct cm_error e = { "" };
 	enum svc_store_outcome outcome;
-	struct svc_db *db;
 	int64_t row = 0;
 	int rc;
 
@@ -125,10 +126,8 @@ static void post_result(const struct svc_api *api,
 		svc_api_error(rs, errno == ENOMEM ? 500 : 400, "%s", e.text);
 		return;
 	}
-	db = svc_db_pool_get(api->pool);
-	rc = svc_db_store_text(db, &id, rq->upload_id, rq->caller->uid,
+	rc = svc_db_pool_store(api->pool, &id, rq->upload_id, rq->caller->uid,
 			       rq->body, rq->body_len, &row, &outcome, &e);
-	svc_db_pool_put(api->pool, db);
 	/* The result was queued for its model in the same transaction
 	 * (sql/0004): this only counts it and wakes the models' worker. */
 	if (rc == 0 && outcome == SVC_STORE_NEW)
@@ -371,21 +370,45 @@ static void healthz(const struct svc_api *api, struct svc_api_response *rs)
 						"schema_version", version));
 }
 
+/* Group commit (svc_db_pool_store): how many uploads shared a commit. */
+static char *store_metrics(const struct svc_api *api)
+{
+	unsigned long long stores, groups;
+	char *text = malloc(512);
+
+	if (!text)
+		return NULL;
+	svc_db_pool_store_stats(api->pool, &stores, &groups);
+	snprintf(text, 512,
+		 "# HELP commap_upload_stores_total Uploads that reached the database (new, duplicate or conflicting).\n"
+		 "# TYPE commap_upload_stores_total counter\n"
+		 "commap_upload_stores_total %llu\n"
+		 "# HELP commap_upload_commits_total Transactions that stored them: concurrent uploads are committed together.\n"
+		 "# TYPE commap_upload_commits_total counter\n"
+		 "commap_upload_commits_total %llu\n", stores, groups);
+	return text;
+}
+
+/* The counters (svc_metrics.c), then the group commits' and the learned
+ * models' lines (svc_models.c: the fold backlog). */
 static void metrics(const struct svc_api *api, struct svc_api_response *rs)
 {
-	char *models = svc_models_metrics();
-	size_t n = models ? strlen(models) : 0;
+	char *extra[2] = { store_metrics(api), svc_models_metrics() };
+	size_t i, n;
 	char *body;
 
 	rs->body = svc_metrics_render(api->config->database, &rs->body_len);
-	body = rs->body && models ? realloc(rs->body, rs->body_len + n + 1) :
-	       NULL;
-	if (body) {	/* the learned models' backlog (svc_models.c) */
-		memcpy(body + rs->body_len, models, n + 1);
-		rs->body = body;
-		rs->body_len += n;
+	for (i = 0; i < 2; i++) {
+		n = extra[i] ? strlen(extra[i]) : 0;
+		body = rs->body && extra[i] ?
+		       realloc(rs->body, rs->body_len + n + 1) : NULL;
+		if (body) {
+			memcpy(body + rs->body_len, extra[i], n + 1);
+			rs->body = body;
+			rs->body_len += n;
+		}
+		free(extra[i]);
 	}
-	free(models);
 	if (!rs->body) {
 		svc_api_error(rs, 500, "out of memory");
 		return;

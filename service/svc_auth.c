@@ -67,9 +67,30 @@ static int in_groups(gid_t gid, const gid_t *groups, int n)
 	return 0;
 }
 
+/* The caller's groups, looked up only when a list names a group. */
+struct member {
+	const char *user;
+	gid_t pw_gid;
+	gid_t groups[GROUPS_MAX];
+	int n;			/* -1: not looked up yet */
+};
+
+static void member_groups(struct member *m)
+{
+	int n = GROUPS_MAX - 1;
+
+	if (m->n >= 0)
+		return;
+	m->n = 1;
+	if (!m->user[0])
+		return;
+	if (getgrouplist(m->user, m->pw_gid, m->groups + 1, &n) < 0)
+		n = GROUPS_MAX - 1;	/* truncated: use what fit */
+	m->n = n + 1;
+}
+
 /* Does the list name the user, or a group the user is in? */
-static int list_matches(const struct svc_name_list *l, const char *user,
-			const gid_t *groups, int n_groups)
+static int list_matches(const struct svc_name_list *l, struct member *m)
 {
 	size_t i;
 
@@ -77,46 +98,46 @@ static int list_matches(const struct svc_name_list *l, const char *user,
 		const char *name = l->name[i];
 
 		if (name[0] != '@') {
-			if (user[0] && strcmp(name, user) == 0)
+			if (m->user[0] && strcmp(name, m->user) == 0)
 				return 1;
 		} else {
 			struct group gr, *res = NULL;
 			char buf[NSS_BUF];
 
 			if (getgrnam_r(name + 1, &gr, buf, sizeof(buf),
-				       &res) == 0 && res &&
-			    in_groups(res->gr_gid, groups, n_groups))
+				       &res) != 0 || !res)
+				continue;
+			member_groups(m);
+			if (in_groups(res->gr_gid, m->groups, m->n))
 				return 1;
 		}
 	}
 	return 0;
 }
 
+/* Root and the Slurm user's roles follow from the uid alone; the group
+ * database is read only when a list names a group (reading /etc/group
+ * for every upload cost as much as validating its body). */
 void svc_auth_classify(const struct svc_auth *a, uint32_t uid, uint32_t gid,
 		       struct svc_caller *caller)
 {
 	struct passwd pw, *res = NULL;
 	char buf[NSS_BUF];
-	gid_t groups[GROUPS_MAX];
-	int n = 1;
+	struct member m = { .user = caller->user, .pw_gid = gid, .n = -1 };
 
 	memset(caller, 0, sizeof(*caller));
 	caller->uid = uid;
 	caller->gid = gid;
-	groups[0] = gid;
+	m.groups[0] = gid;
 	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res &&
 	    strlen(res->pw_name) < sizeof(caller->user)) {
 		strcpy(caller->user, res->pw_name);
-		n = GROUPS_MAX - 1;
-		if (getgrouplist(res->pw_name, res->pw_gid, groups + 1, &n) < 0)
-			n = GROUPS_MAX - 1;	/* truncated: use what fit */
-		n++;
+		m.pw_gid = res->pw_gid;
 	}
-	caller->is_admin = uid == 0 ||
-			   list_matches(&a->admins, caller->user, groups, n);
+	caller->is_admin = uid == 0 || list_matches(&a->admins, &m);
 	caller->is_writer = uid == 0 ||
 			    (a->has_slurm && uid == a->slurm_uid) ||
-			    list_matches(&a->writers, caller->user, groups, n);
+			    list_matches(&a->writers, &m);
 }
 
 int svc_auth_decode(const struct svc_auth *a, const char *cred,

@@ -93,6 +93,29 @@ json_t *svc_db_result(struct svc_db *db, int64_t id, int64_t owner_uid,
 struct svc_db_pool *svc_db_pool_open(const char *path, unsigned n,
 				     int sync_full, struct cm_error *err);
 struct svc_db *svc_db_pool_get(struct svc_db_pool *pool);
+
+/* svc_db_store_text with group commit, for the upload path: uploads
+ * arriving while another group is being written are stored together in
+ * the next transaction, on a connection of the pool's own, by one of the
+ * waiting threads.  Returns when this upload's transaction committed (or
+ * failed: then it was retried alone, so the error is its own). */
+int svc_db_pool_store(struct svc_db_pool *pool,
+		      const struct svc_result_ident *id,
+		      const char *upload_id, uint32_t uploader_uid,
+		      const char *document, size_t len, int64_t *row_id,
+		      enum svc_store_outcome *outcome, struct cm_error *err);
+
+/* Uploads stored through svc_db_pool_store so far, and the groups
+ * (transactions, retries alone not counted) they were stored in. */
+void svc_db_pool_store_stats(struct svc_db_pool *pool,
+			     unsigned long long *stores,
+			     unsigned long long *groups);
+
+/* Copy the WAL back into the database (a passive checkpoint) when it has
+ * grown past a few MB since the last one; db is a connection of the pool
+ * held by the caller.  Pool connections do not checkpoint on commit (so
+ * uploads do not pay for it) unless the WAL grows very long. */
+void svc_db_pool_checkpoint(struct svc_db_pool *pool, struct svc_db *db);
 void svc_db_pool_put(struct svc_db_pool *pool, struct svc_db *db);
 void svc_db_pool_close(struct svc_db_pool *pool);
 

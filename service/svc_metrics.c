@@ -69,10 +69,12 @@ char *svc_metrics_render(const char *db_path, size_t *len)
 		"# TYPE commap_upload_errors_total counter\n"
 		"commap_upload_errors_total %llu\n",
 		atomic_load(&upload_errors_total));
-	fprintf(f, "# HELP commap_model_updates_total Learned models updated by an upload.\n"
+	/* Models are folded off the upload path: by the models' worker
+	 * thread, or by a model read folding its own pending runs first. */
+	fprintf(f, "# HELP commap_model_updates_total Stored results folded into their learned model (by the background worker or a model read).\n"
 		"# TYPE commap_model_updates_total counter\n"
 		"commap_model_updates_total %llu\n"
-		"# HELP commap_model_update_errors_total Model updates that failed (the upload was stored).\n"
+		"# HELP commap_model_update_errors_total Stored results whose fold into a model failed (the result stays stored).\n"
 		"# TYPE commap_model_update_errors_total counter\n"
 		"commap_model_update_errors_total %llu\n"
 		"# HELP commap_model_skipped_total New results that feed no model (no exe_hash, repeated thread identity).\n"

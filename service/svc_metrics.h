@@ -8,8 +8,10 @@
  * marks POST /v1/results (uploads_total on 201/200, errors otherwise). */
 void svc_metrics_request(unsigned status, double seconds, int is_upload);
 
-/* Record the outcome of a learned-model update after an upload
- * (svc_models_after_upload): > 0 updated, 0 skipped, < 0 failed. */
+/* Record what became of one stored result for its learned model: > 0
+ * folded into it, 0 skipped (feeds no model: at the upload when it has
+ * no exe_hash, else when folded), < 0 its fold failed.  Folds happen off
+ * the upload path (svc_models_fold_pending: the worker or a model read). */
 void svc_metrics_model(int outcome);
 
 /* The exposition text (malloc'd, NUL terminated) with the database size

@@ -15,7 +15,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "svc_db.h"
 #include "svc_log.h"
@@ -32,6 +34,12 @@
 #define SWEEP_MS 1000
 /* After a storage error (busy, disk full), wait before retrying. */
 #define BACKOFF_MS 1000
+/* The worker's nice value: during an upload burst on a busy machine it
+ * yields most of the CPU to the uploads (whose answer waits) and catches
+ * up afterwards; it still gets ~10% of a contended CPU (nice 10 against
+ * 0), so a steady load cannot starve it.  A model read folds its own
+ * pending runs, so lagging here is not visible through the API. */
+#define WORKER_NICE 10
 
 struct svc_model_worker {
 	struct svc_db_pool *pool;
@@ -93,6 +101,9 @@ static int drain(struct svc_model_worker *w)
 
 	do {
 		n = svc_models_fold_pending(db, -1, NULL, BATCH, &e);
+		/* Uploads do not checkpoint the WAL (svc_db.c): do it here,
+		 * off their path, outside any write transaction. */
+		svc_db_pool_checkpoint(w->pool, db);
 		pthread_mutex_lock(&w->lock);
 		stop = w->stop;
 		pthread_mutex_unlock(&w->lock);
@@ -109,6 +120,10 @@ static void *worker_main(void *arg)
 	struct svc_model_worker *w = arg;
 	int failed = 0;
 
+	/* Linux: the nice value is per thread.  Failing is harmless. */
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), WORKER_NICE) < 0)
+		svc_log(SVC_LOG_DEBUG, "model worker: cannot renice: %s",
+			strerror(errno));
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		if (!wait_locked(w, failed ? BACKOFF_MS : SWEEP_MS, !failed))

@@ -167,6 +167,13 @@ ok "  requests by code" grep -q 'commap_http_requests_total{code="403"}' "$T/bod
 ok "  the database size" grep -Eq '^commap_db_size_bytes [1-9][0-9]*$' "$T/body"
 ok "  a latency histogram" \
 	grep -q 'commap_http_request_duration_seconds_bucket{le="+Inf"}' "$T/body"
+# Group commit: every upload that reached the database (4 stored or
+# duplicate, and any conflict) in at least one and at most as many
+# transactions.
+ok "  uploads stored and the transactions that stored them" awk '
+	$1 == "commap_upload_stores_total" { s = $2 }
+	$1 == "commap_upload_commits_total" { c = $2 }
+	END { exit !(s >= 4 && c >= 1 && c <= s) }' "$T/body"
 req $A GET /v1/nothing
 is "an unknown path: 404" "$code" 404
 req $A DELETE /v1/jobs

@@ -1,9 +1,11 @@
 /* test_svc_db.c: storage of results (service/svc_db.c) on a temp file:
  * migrations, idempotent uploads, visibility filters, reopening. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -387,6 +389,191 @@ static void test_newer_schema(void)
 	svc_db_close(db);
 }
 
+/* One upload through the pool's group commit, on a thread of its own. */
+struct pool_upload {
+	struct svc_db_pool *pool;
+	json_t *doc;
+	int null_step;		/* an identity the schema refuses */
+	pthread_t thread;
+	int rc;
+	int64_t row;
+	enum svc_store_outcome out;
+	char err[256];
+};
+
+static void *pool_upload_main(void *arg)
+{
+	struct pool_upload *u = arg;
+	struct svc_result_ident id;
+	struct cm_error e = { "" };
+	char *text;
+
+	u->rc = -2;
+	if (svc_result_validate(u->doc, &id, &e) < 0)
+		return NULL;
+	if (u->null_step)
+		id.step = -1;	/* job without step: CHECK constraint */
+	text = json_dumps(u->doc, JSON_COMPACT | JSON_SORT_KEYS);
+	u->rc = svc_db_pool_store(u->pool, &id, NULL, 0, text, strlen(text),
+				  &u->row, &u->out, &e);
+	snprintf(u->err, sizeof(u->err), "%s", e.text);
+	free(text);
+	return NULL;
+}
+
+/* Start n uploads while another connection holds the write lock, so the
+ * first one to lead waits in BEGIN and the others queue behind it; then
+ * let them go. */
+static void pool_upload_blocked(struct svc_db_pool *pool, const char *db_path,
+				struct pool_upload *u, int n)
+{
+	sqlite3 *raw = NULL;
+	int i;
+
+	sqlite3_open(db_path, &raw);
+	sqlite3_exec(raw, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	for (i = 0; i < n; i++) {
+		u[i].pool = pool;
+		pthread_create(&u[i].thread, NULL, pool_upload_main, &u[i]);
+	}
+	usleep(400 * 1000);	/* all queued (the leader waits 5 s) */
+	sqlite3_exec(raw, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_close(raw);
+	for (i = 0; i < n; i++)
+		pthread_join(u[i].thread, NULL);
+}
+
+static long long wal_bytes(const char *db_path)
+{
+	char p[300];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s-wal", db_path);
+	return stat(p, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* Group commit (svc_db_pool_store): concurrent uploads share a
+ * transaction and each gets its own outcome; a failing one is retried
+ * alone without costing the others theirs.  Then the WAL: uploads do not
+ * checkpoint it (that is the models' worker's job, off their path), and
+ * svc_db_pool_checkpoint does. */
+static void test_group_commit(void)
+{
+	char gpath[300];
+	struct cm_error e = { "" };
+	struct svc_db_pool *pool;
+	struct pool_upload u[6] = { { 0 } }, v[4] = { { 0 } };
+	unsigned long long stores = 0, groups = 0;
+	struct svc_db *db;
+	sqlite3 *raw = NULL;
+	int i, new_same = 0, rows_same = 1, nlog = -1, nckpt = -1;
+	long long wal_before;
+
+	snprintf(gpath, sizeof(gpath), "%s/group.db", dir);
+	pool = svc_db_pool_open(gpath, 2, 0, &e);
+	if (!ok(pool != NULL, "a pool for group commits (%s)", e.text))
+		return;
+	/* Three uploads of one job step: one stored, the others name its
+	 * row (duplicate, or conflict for the other data). */
+	for (i = 0; i < 3; i++)
+		u[i].doc = make_result(70, 0, "n1", 1000, "alice", "/bin/g",
+				       "2029-05-01T00:00:00Z", i == 2 ? 9 : 1);
+	u[3].doc = make_result(71, 0, "n1", 1000, "alice", "/bin/g",
+			       "2029-05-01T00:00:00Z", 1);
+	u[3].null_step = 1;
+	u[4].doc = make_result(72, 0, "n1", 1000, "alice", "/bin/g",
+			       "2029-05-01T00:00:00Z", 1);
+	u[5].doc = make_result(73, 0, "n1", 1001, "bob", "/bin/g",
+			       "2029-05-01T00:00:00Z", 1);
+	pool_upload_blocked(pool, gpath, u, 6);
+	for (i = 0; i < 3; i++) {
+		new_same += u[i].rc == 0 && u[i].out == SVC_STORE_NEW;
+		rows_same &= u[i].rc == 0 && u[i].row == u[0].row;
+	}
+	is_int(new_same, 1, "one job step uploaded three times at once: stored once");
+	ok(rows_same, "  the other two name the same row (duplicate or conflict)");
+	ok((u[0].out == SVC_STORE_DUPLICATE) +
+	   (u[1].out == SVC_STORE_DUPLICATE) <= 1 &&
+	   u[2].out != SVC_STORE_DUPLICATE,
+	   "  other data is never taken for a duplicate");
+	ok(u[3].rc < 0 && strstr(u[3].err, "CHECK"),
+	   "an upload the database refuses fails alone: %s", u[3].err);
+	ok(u[4].rc == 0 && u[4].out == SVC_STORE_NEW && u[5].rc == 0 &&
+	   u[5].out == SVC_STORE_NEW && u[4].row != u[5].row,
+	   "  the uploads grouped with it are stored all the same");
+	svc_db_pool_store_stats(pool, &stores, &groups);
+	is_int((int)stores, 6, "six uploads went through the group commit");
+
+	for (i = 0; i < 4; i++)
+		v[i].doc = make_result(80 + i, 0, "n1", 1000, "alice", "/bin/g",
+				       "2029-05-02T00:00:00Z", 1);
+	pool_upload_blocked(pool, gpath, v, 4);
+	for (i = 0; i < 4; i++)
+		if (v[i].rc != 0 || v[i].out != SVC_STORE_NEW)
+			break;
+	is_int(i, 4, "four concurrent new uploads all stored");
+	{
+		unsigned long long s2, g2;
+
+		svc_db_pool_store_stats(pool, &s2, &g2);
+		ok(s2 == 10 && g2 - groups <= 2 && g2 - groups >= 1,
+		   "  in at most 2 transactions (%llu): they queued behind the blocked one",
+		   g2 - groups);
+	}
+	db = svc_db_pool_get(pool);
+	is_int(count_jobs(db, -1, NULL, NULL, NULL), 7,
+	       "  every stored job is listed (70, 72, 73, 80-83), not the refused");
+	is_int(count_jobs(db, 1000, NULL, NULL, NULL), 6,
+	       "  alice's: 70, 72, 80-83");
+	svc_db_pool_put(pool, db);
+
+	/* 400 more small uploads (~2,600 WAL pages): no checkpoint on the
+	 * upload path, so the WAL holds them all... */
+	for (i = 0; i < 400; i++) {
+		struct pool_upload w = { .pool = pool };
+
+		w.doc = make_result(1000 + i, 0, "n1", 1000, "alice", "/bin/g",
+				    "2029-05-03T00:00:00Z", 1);
+		pool_upload_main(&w);
+		json_decref(w.doc);
+		if (w.rc != 0)
+			break;
+	}
+	is_int(i, 400, "400 uploads one after the other");
+	wal_before = wal_bytes(gpath);
+	ok(wal_before > 2000LL * 4096,
+	   "  the uploads did not checkpoint: WAL of %lld bytes", wal_before);
+	/* ... until the worker's checkpoint copies it back, and the next
+	 * commit starts the WAL over. */
+	db = svc_db_pool_get(pool);
+	svc_db_pool_checkpoint(pool, db);
+	svc_db_pool_put(pool, db);
+	{
+		struct pool_upload w = { .pool = pool };
+
+		w.doc = make_result(2000, 0, "n1", 1000, "alice", "/bin/g",
+				    "2029-05-03T00:00:00Z", 1);
+		pool_upload_main(&w);
+		json_decref(w.doc);
+	}
+	sqlite3_open(gpath, &raw);
+	sqlite3_exec(raw, "SELECT COUNT(*) FROM results", NULL, NULL, NULL);
+	sqlite3_wal_checkpoint_v2(raw, NULL, SQLITE_CHECKPOINT_PASSIVE, &nlog,
+				  &nckpt);
+	sqlite3_close(raw);
+	ok(nlog >= 0 && nlog < 100,
+	   "svc_db_pool_checkpoint copied the WAL back: it restarted (%d frames)",
+	   nlog);
+	ok(wal_bytes(gpath) <= wal_before, "  and did not grow");
+
+	for (i = 0; i < 6; i++)
+		json_decref(u[i].doc);
+	for (i = 0; i < 4; i++)
+		json_decref(v[i].doc);
+	svc_db_pool_close(pool);
+	unlink(gpath);
+}
+
 int main(void)
 {
 	struct cm_error e = { "" };
@@ -417,6 +604,7 @@ int main(void)
 	test_newer_schema();
 	test_job_list();
 	test_migrate_old();
+	test_group_commit();
 
 	unlink(path);
 	{

@@ -478,6 +478,44 @@ static void test_text_reader(void)
 		svc_model_run_free(run);
 		svc_model_acc_free(acc);
 	}
+	/* Weights are read without strtod when they are short decimals:
+	 * the same model as jansson's reading, whatever the form. */
+	{
+		static const char *const w[] = {
+			"0.1", "123.456789012345", "1234567890.12345", "7",
+			"0.000000000000001", "99999999999999.9", "-0",
+			"12345678901234567890.5", "0.30000000000000004",
+			"1.5e-3", "250.0", "0.0",
+		};
+		const char *at = strstr(LAYOUT, "2e2");
+		char text[sizeof(LAYOUT) + 64];
+		size_t same = 0;
+
+		for (i = 0; at && i < sizeof(w) / sizeof(w[0]); i++) {
+			struct svc_model_acc *acc = svc_model_acc_new(NULL, &e);
+
+			snprintf(text, sizeof(text), "%.*s%s%s",
+				 (int)(at - LAYOUT), LAYOUT, w[i], at + 3);
+			doc = json_loads(text, 0, NULL);
+			run = svc_model_run_read(text, strlen(text), &e);
+			m1 = doc ? svc_model_merge(NULL, doc, 5,
+					"2030-01-02T00:00:00Z", &e) : NULL;
+			m2 = run && acc && svc_model_acc_fold(acc, run, 5,
+					"2030-01-02T00:00:00Z", &e) == 0 ?
+			     svc_model_acc_doc(acc, &e) : NULL;
+			if (m1 && m2 && json_equal(m1, m2))
+				same++;
+			else
+				diag("weight %s: the models differ", w[i]);
+			json_decref(m1);
+			json_decref(m2);
+			json_decref(doc);
+			svc_model_run_free(run);
+			svc_model_acc_free(acc);
+		}
+		is_int((int)same, (int)(sizeof(w) / sizeof(w[0])),
+		       "decimal weights read in place give jansson's model");
+	}
 	/* Nesting deeper than the reader's limit is refused, not recursed. */
 	memset(deep, '[', sizeof(deep));
 	memcpy(deep, "{\"x\":", 5);

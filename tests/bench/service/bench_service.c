@@ -299,12 +299,13 @@ static int page_latency(const struct opts *o, const char *path,
 	return bad;
 }
 
-/* commap_model_pending from GET /metrics (HTTP/1.0: read to EOF); -1 if
- * absent (a service without the model queue). */
-static long model_pending(int port)
+/* A value from GET /metrics (HTTP/1.0: read to EOF); -1 if absent (an
+ * older service). */
+static long metric(int port, const char *name)
 {
 	static const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
 	static char buf[1 << 16];
+	char key[128];
 	size_t have = 0;
 	int fd = connect_to(port);
 	struct iovec iov = { (void *)req, sizeof(req) - 1 };
@@ -320,8 +321,26 @@ static long model_pending(int port)
 		have += (size_t)r;
 	close(fd);
 	buf[have] = '\0';
-	p = strstr(buf, "\ncommap_model_pending ");
-	return p ? strtol(p + 22, NULL, 10) : -1;
+	snprintf(key, sizeof(key), "\n%s ", name);
+	p = strstr(buf, key);
+	return p ? strtol(p + strlen(key), NULL, 10) : -1;
+}
+
+static long model_pending(int port)
+{
+	return metric(port, "commap_model_pending");
+}
+
+/* Group commit: how many uploads shared a transaction. */
+static void commits(int port)
+{
+	long stores = metric(port, "commap_upload_stores_total");
+	long groups = metric(port, "commap_upload_commits_total");
+
+	if (stores > 0 && groups > 0)
+		printf("commits      %ld uploads stored in %ld transactions "
+		       "(%.2f per commit)\n", stores, groups,
+		       (double)stores / (double)groups);
 }
 
 /* Wait (at most 10 minutes) for the model worker to fold every upload. */
@@ -412,6 +431,7 @@ int main(int argc, char **argv)
 	       "latency p50 %.2f ms  p99 %.2f ms  max %.2f ms%s\n",
 	       o.uploads, dt, o.clients, o.uploads / dt, p50 * 1e3,
 	       p99 * 1e3, max * 1e3, s.failures ? "  (FAILURES)" : "");
+	commits(o.port);
 	model_drain(&o, dt);
 	snprintf(path, sizeof(path), "/jobs/%ld", o.job_base);
 	bad = page_latency(&o, path, &size);
