@@ -58,6 +58,7 @@
 #define LEARNED_DISAGREE_GAIN 0.20	/* detection "clearly disagrees" */
 #define LEARNED_DISAGREE_INTERVALS 2
 #define CRED_FRESH_NS 60000000000ull	/* a credential made at start */
+#define LEARNED_HOLD_NS 2000000000ull	/* learned pins read back */
 
 struct agent {
 	const struct cm_agent_opts *o;
@@ -94,16 +95,28 @@ struct agent {
 	/* learned mappings */
 	int app_settled;		/* exe hash and argv shape known */
 	struct cm_exe_hash_cache hash_cache;
+	struct cm_exe_hash_job hash_job;	/* a large executable */
+	int hashing;			/* hash_job is running */
 	int model_wanted;		/* fetch a model at step start */
 	int model_active;		/* pin new threads from the model */
 	struct cm_model model;
 	int *model_os;			/* per identity: OS PU, -1 */
-	int model_applied;		/* tracker threads handled */
+	int model_applied;		/* threads before it all handled */
+	char *model_done;		/* per tracker thread: handled */
+	int model_done_cap;
+	uint64_t model_pin_ns;		/* the last learned pin */
 	int model_pending;		/* targets not pinned yet */
 	double model_cost;		/* cm_cost of the learned mapping */
 	char *cred;			/* munge credential made at start */
 	uint64_t cred_ns;
 	int disagree;			/* intervals detection disagreed */
+	int recheck;			/* remap_policy.h: intervals left */
+	/* the placement before the last complete remap (OS PU per tracker
+	 * thread, nundo of them), which an undo would return to */
+	int *undo_os;
+	int nundo;
+	int undos;			/* undos in a row */
+	uint64_t last_full_ns;
 	uint64_t last_new_thread_ns, last_task_line_ns;
 };
 
@@ -232,6 +245,21 @@ static void add_allowed(struct agent *a, pid_t pid, const char *cpus)
 
 /* ---- roots ---------------------------------------------------------- */
 
+/* Milliseconds since pid was created (its start time is in clock ticks
+ * since boot), -1 unknown. */
+static double root_age_ms(pid_t pid)
+{
+	long tck = sysconf(_SC_CLK_TCK);
+	struct timespec ts;
+	uint64_t start;
+
+	if (tck <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) < 0 ||
+	    cm_proc_read_stat("/proc", pid, 0, &start, NULL) < 0)
+		return -1;
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6 -
+	       (double)start * 1e3 / (double)tck;
+}
+
 static void add_root(struct agent *a, pid_t pid, int rank, const char *cpus)
 {
 	struct cm_error err;
@@ -243,10 +271,9 @@ static void add_root(struct agent *a, pid_t pid, int rank, const char *cpus)
 	}
 	a->roots_added++;
 	add_allowed(a, pid, cpus);
-	if (rank >= 0)
-		agent_info("following process %d (rank %d)", (int)pid, rank);
-	else
-		agent_info("following process %d", (int)pid);
+	/* its age: how late the agent learns of a task (pin latency) */
+	agent_info("following process %d (rank %d, created %.0f ms ago, "
+		   "t=%.3f s)", (int)pid, rank, root_age_ms(pid), elapsed_s(a));
 }
 
 /* Lines of the stdin protocol; a partial line waits for its end. */
@@ -360,41 +387,80 @@ static int runs_parent_exe(pid_t pid)
 	return st.st_dev == pst.st_dev && st.st_ino == pst.st_ino;
 }
 
+/* Under SPANK: have all the node's tasks been announced?  The first
+ * task's environment (once it has exec'ed) says how many the node has
+ * (SLURM_STEP_TASKS_PER_NODE, SLURM_NODEID); 0 when it does not say. */
+static int all_tasks_in(struct agent *a, pid_t first)
+{
+	char tpn[512], node[32];
+	int n;
+
+	if (cm_proc_read_env("/proc", first, "SLURM_STEP_TASKS_PER_NODE", tpn,
+			     sizeof(tpn)) < 0 ||
+	    cm_proc_read_env("/proc", first, "SLURM_NODEID", node,
+			     sizeof(node)) < 0)
+		return 0;
+	n = cm_app_tasks_on_node(tpn, atoi(node));
+	return n > 0 && a->roots_added >= n;
+}
+
 /* The first root has exec'ed its program (or 1 s has passed), and under
- * SPANK no task line came for a moment (all ranks of the node known). */
+ * SPANK every task of the node is known: as many task lines as its
+ * environment announces, else no line for a moment (the model's key
+ * counts the node's ranks). */
 static int app_identity_ready(struct agent *a)
 {
 	const struct cm_tracked_proc *p = cm_tracker_proc(a->tr, 0);
 	uint64_t now = now_ns();
+	int execd;
 
 	if (!p || !p->alive)
 		return 0;
+	execd = !runs_parent_exe(p->pid);
 	if (a->o->tasks_from_stdin && a->stdin_open &&
-	    now - a->last_task_line_ns < TASK_LINES_QUIET_NS)
+	    now - a->last_task_line_ns < TASK_LINES_QUIET_NS &&
+	    !(execd && all_tasks_in(a, p->pid)))
 		return 0;
-	return now - a->t0_ns >= IDENTITY_REFRESH_NS ||
-	       !runs_parent_exe(p->pid);
+	return now - a->t0_ns >= IDENTITY_REFRESH_NS || execd;
 }
 
-/* exe_hash and argv_shape of the first root (app_identity.h), once. */
-static void settle_app_identity(struct agent *a)
+/* exe_hash and argv_shape of the first root (app_identity.h), once.  A
+ * large executable is hashed by a thread while the loop goes on: the
+ * identity settles at a later scan (or now, with wait: end of run). */
+static void settle_app_identity(struct agent *a, int wait)
 {
 	const struct cm_tracked_proc *p = cm_tracker_proc(a->tr, 0);
 	char path[64];
 	struct cm_error err;
-	int argc = 0;
+	int argc = 0, rc;
 
-	refresh_identity(a);
-	if (read_cmdline(a, p->pid) < 0)
-		return;		/* mid-exec: at the next scan */
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)p->pid);
-	if (cm_app_exe_hash(path, a->res.executable[0] ? a->res.executable :
-			    NULL, &a->hash_cache, a->res.exe_hash, &err) < 0)
-		agent_info("no executable hash: %s", err.text);
-	while (a->res.argv && a->res.argv[argc])
-		argc++;
-	cm_app_argv_shape(argc, a->res.argv, a->res.executable,
-			  a->res.argv_shape, sizeof(a->res.argv_shape));
+	if (!a->hashing) {
+		refresh_identity(a);
+		if (read_cmdline(a, p->pid) < 0)
+			return;		/* mid-exec: at the next scan */
+		snprintf(path, sizeof(path), "/proc/%d/exe", (int)p->pid);
+		rc = cm_app_exe_hash_start(&a->hash_job, path,
+					   a->res.executable[0] ?
+					   a->res.executable : NULL,
+					   &a->hash_cache, a->res.exe_hash,
+					   &err);
+		if (rc < 0)
+			agent_info("no executable hash: %s", err.text);
+		while (a->res.argv && a->res.argv[argc])
+			argc++;
+		cm_app_argv_shape(argc, a->res.argv, a->res.executable,
+				  a->res.argv_shape,
+				  sizeof(a->res.argv_shape));
+		a->hashing = rc == 0;
+		if (a->hashing)
+			agent_info("hashing the executable in the background "
+				   "(t=%.3f s)", elapsed_s(a));
+	}
+	if (a->hashing && !cm_app_exe_hash_finish(&a->hash_job, wait,
+						  &a->hash_cache,
+						  a->res.exe_hash))
+		return;
+	a->hashing = 0;
 	a->app_settled = 1;
 	agent_info("application %s, %s (t=%.3f s)", a->res.exe_hash[0] ?
 		   a->res.exe_hash : "(no hash)", a->res.argv_shape,
@@ -561,12 +627,26 @@ static void live_set_free(struct live_set *s)
 	free(s->pos);
 }
 
-/* Live threads that communicate: only they are mapped; the others are
- * left where the scheduler puts them. */
+/* The largest row sum of the live threads of the live matrix. */
+static double max_live_row(struct agent *a, int n, int nm)
+{
+	double mx = 0;
+
+	for (int i = 0; i < n && i < nm; i++)
+		if (cm_tracker_thread(a->tr, i)->alive &&
+		    cm_matrix_row_sum(a->live, i) > mx)
+			mx = cm_matrix_row_sum(a->live, i);
+	return mx;
+}
+
+/* Live threads that communicate enough to be worth mapping
+ * (cm_remap_thread_has_evidence): only they are mapped; the others are
+ * left where they are, pinned or where the scheduler puts them. */
 static int live_set_build(struct agent *a, struct live_set *s)
 {
 	int n = cm_tracker_nthreads(a->tr);
 	int nm = cm_matrix_nthreads(a->live);
+	double mx = max_live_row(a, n, nm);
 
 	s->n = 0;
 	s->idx = malloc((size_t)(n ? n : 1) * sizeof(int));
@@ -576,7 +656,8 @@ static int live_set_build(struct agent *a, struct live_set *s)
 	for (int i = 0; i < n; i++) {
 		s->pos[i] = -1;
 		if (!cm_tracker_thread(a->tr, i)->alive || i >= nm ||
-		    !(cm_matrix_row_sum(a->live, i) > 0))
+		    !cm_remap_thread_has_evidence(
+				cm_matrix_row_sum(a->live, i), mx))
 			continue;
 		s->pos[i] = s->n;
 		s->idx[s->n++] = i;
@@ -621,46 +702,99 @@ static double ms_since(uint64_t t)
 	return (double)(now_ns() - t) / 1e6;
 }
 
-/* Compute a candidate and apply it if it is worth it. */
-static void remap(struct agent *a, const struct live_set *s,
-		  const struct cm_matrix *sub, int unplaced, const char *why)
+static const char *plan_name(enum cm_remap_plan_kind k)
 {
-	struct cm_map_options mo = { .algorithm = CM_MAP_AUTO, .seed = 1 };
-	int *cur = malloc((size_t)s->n * sizeof(int));
-	int *pu = malloc((size_t)s->n * sizeof(int));
+	return k == CM_REMAP_FULL ? "full" :
+	       k == CM_REMAP_INCREMENTAL ? "incremental" : "keep";
+}
+
+/* The set's placement before the last complete remap (PU indices), or
+ * NULL when there is none. */
+static int *undo_placement(struct agent *a, const struct live_set *s)
+{
+	int *u;
+
+	if (!a->undo_os || !(u = malloc((size_t)(s->n ? s->n : 1) *
+					sizeof(int))))
+		return NULL;
+	for (int k = 0; k < s->n; k++)
+		u[k] = s->idx[k] < a->nundo ?
+		       cm_topo_pu_by_os_index(a->topo, a->undo_os[s->idx[k]]) :
+		       -1;
+	return u;
+}
+
+/* A complete remap is about to be applied: remember what it leaves, and
+ * whether it is itself an undo. */
+static void note_full_remap(struct agent *a, const struct live_set *s,
+			    const int *undo, const int *pu)
+{
+	int n = cm_tracker_nthreads(a->tr);
+	int *os = malloc((size_t)(n ? n : 1) * sizeof(int));
+
+	if (!os)
+		return;
+	memcpy(os, a->cur_os, (size_t)n * sizeof(int));
+	free(a->undo_os);
+	a->undo_os = os;
+	a->nundo = n;
+	a->undos = undo && cm_remap_equivalent(a->topo, s->n, undo, pu) ?
+		   a->undos + 1 : 0;
+	a->last_full_ns = now_ns();
+}
+
+/* Decide what to move (remap_policy.h, cm_remap_plan): threads not placed
+ * yet are placed around the placed ones, which move only when a complete
+ * remap gains more than the threshold and the sampling noise, and not
+ * back to where the last one took them from while the hold is on. */
+static enum cm_remap_plan_kind remap(struct agent *a,
+				     const struct live_set *s,
+				     const struct cm_matrix *sub,
+				     const char *why)
+{
+	int *cur = malloc((size_t)(s->n ? s->n : 1) * sizeof(int));
+	int *pu = malloc((size_t)(s->n ? s->n : 1) * sizeof(int));
+	struct cm_remap_plan plan = { .kind = CM_REMAP_KEEP };
 	struct cm_error err;
-	double cost_cur = -1, cost_new;
 	uint64_t t = now_ns();
+	int *undo = undo_placement(a, s);
+	int hold = undo && !cm_remap_undo_allowed(ms_since(a->last_full_ns),
+						  a->undos);
 
 	if (!cur || !pu)
 		goto out;
-	mo.oversubscribe = s->n > cm_topo_npus(a->topo);
-	if (cm_map(a->topo, sub, &mo, pu, &err) < 0) {
+	current_pus(a, s, cur);
+	if (cm_remap_plan(a->topo, sub, s->n, cur, hold ? undo : NULL,
+			  a->o->gain, pu, &plan, &err) < 0) {
 		agent_warn("mapping failed: %s", err.text);
 		goto out;
 	}
 	a->mapping_ms += ms_since(t);
-	cost_new = cm_cost(a->topo, sub, pu);
-	if (!current_pus(a, s, cur))
-		cost_cur = cm_cost(a->topo, sub, cur);
-	/* The mapper starts from scratch: of the equivalent placements,
-	 * take the one that leaves most threads where they are. */
-	if (cm_map_align(a->topo, s->n, cur, pu) < 0)
-		agent_debug("aligning the new mapping failed: %s",
-			    strerror(errno));
-	if (!unplaced && !cm_remap_worth(cost_cur, cost_new, a->o->gain)) {
-		agent_debug("candidate cost %.4g vs %.4g: not worth a remap",
-			    cost_new, cost_cur);
+	if (plan.avoided)
+		agent_debug("candidate cost %.4g vs %.4g would undo the remap "
+			    "of %.1f s ago: held", plan.cost_full,
+			    plan.cost_base, ms_since(a->last_full_ns) / 1e3);
+	if (plan.kind == CM_REMAP_KEEP) {
+		agent_debug("candidate cost %.4g vs %.4g (noise %.3g): not "
+			    "worth a remap", plan.cost_full, plan.cost_base,
+			    plan.noise);
 		goto out;
 	}
+	if (plan.kind == CM_REMAP_FULL)
+		note_full_remap(a, s, undo, pu);
 	for (int k = 0; k < s->n; k++)
 		move_thread(a, s->idx[k], cm_topo_pu_os_index(a->topo, pu[k]));
-	record_mapping(a, cost_new, why);
-	agent_info("mapping applied (%s): %d threads, cost %.4g (was %.4g)",
-		   why, s->n, cost_new, cost_cur);
+	record_mapping(a, plan.cost_new, why);
+	agent_info("mapping applied (%s, %s): %d threads, %d new, %d moved, "
+		   "cost %.4g (was %.4g, complete candidate %.4g, noise %.3g)",
+		   why, plan_name(plan.kind), s->n, plan.placed_new,
+		   plan.moved, plan.cost_new, plan.cost_cur, plan.cost_full,
+		   plan.noise);
 out:
+	free(undo);
 	free(cur);
 	free(pu);
+	return plan.kind;
 }
 
 /* The partner filter (SPCD §IV-A) over the live matrix. */
@@ -862,30 +996,56 @@ static void model_fetch_now(struct agent *a)
 		   ms_since(t), elapsed_s(a));
 }
 
-/* Threads seen since the last call go to their learned PU.  A thread the
- * model does not know means another shape: the model is dropped. */
+static int model_done_grow(struct agent *a, int n)
+{
+	char *d;
+
+	if (n <= a->model_done_cap)
+		return 0;
+	d = realloc(a->model_done, (size_t)n * 2);
+	if (!d)
+		return -1;
+	memset(d + a->model_done_cap, 0, (size_t)(n * 2 - a->model_done_cap));
+	a->model_done = d;
+	a->model_done_cap = n * 2;
+	return 0;
+}
+
+/* Threads whose identity is final go to their learned PU; one whose
+ * process's rank is still provisional waits for it (proc_track.h).  A
+ * thread the model does not know in a rank's first process (index below
+ * CM_IDENT_PROC_STRIDE) means another shape: the model is dropped; in a
+ * further process of the rank (a helper, a tool's fork) it is left to
+ * the scheduler. */
 static void model_apply_new(struct agent *a)
 {
-	int n = cm_tracker_nthreads(a->tr), moved = 0;
+	int n = cm_tracker_nthreads(a->tr), moved = 0, wait = -1;
 
-	for (; a->model_active && a->model_applied < n; a->model_applied++) {
-		int i = a->model_applied, k;
+	if (model_done_grow(a, n) < 0)
+		return;
+	for (int i = a->model_applied; a->model_active && i < n; i++) {
 		const struct cm_tracked_thread *th =
 			cm_tracker_thread(a->tr, i);
-		const struct cm_tracked_proc *p = cm_tracker_proc(a->tr,
-								  th->proc);
+		int rank, index, k;
 		char why[160];
 
-		k = cm_model_find(&a->model, p->rank, th->index);
-		if (k < 0) {
+		if (a->model_done[i])
+			continue;
+		if (cm_tracker_thread_ident(a->tr, i, &rank, &index) != 1) {
+			wait = wait < 0 ? i : wait;
+			continue;
+		}
+		a->model_done[i] = 1;
+		k = cm_model_find(&a->model, rank, index);
+		if (k < 0 && index < CM_IDENT_PROC_STRIDE) {
 			snprintf(why, sizeof(why), "thread (rank %d, index "
 				 "%d) is not in the model (%d threads per "
-				 "rank): another shape", p->rank, th->index,
+				 "rank): another shape", rank, index,
 				 a->model.threads_per_rank);
 			model_drop(a, why);
 			break;
 		}
-		if (a->model_os[k] < 0)
+		if (k < 0 || a->model_os[k] < 0)
 			continue;
 		a->model_pending--;
 		if (!th->alive || a->cur_os[i] >= 0)
@@ -893,8 +1053,55 @@ static void model_apply_new(struct agent *a)
 		move_thread(a, i, a->model_os[k]);
 		moved++;
 	}
-	if (moved)
+	a->model_applied = wait >= 0 ? wait : n;
+	if (moved) {
 		record_mapping(a, a->model_cost, "learned");
+		a->model_pin_ns = now_ns();
+	}
+}
+
+/* Is tid bound to exactly PU os?  1 yes, 0 no, -1 unknown (gone). */
+static int bound_to(struct agent *a, pid_t tid, int os)
+{
+	hwloc_bitmap_t set = hwloc_bitmap_alloc();
+	int rc = -1;
+
+	if (set && hwloc_get_proc_cpubind(cm_topo_hwloc(a->topo), tid, set,
+					  HWLOC_CPUBIND_THREAD) == 0)
+		rc = hwloc_bitmap_weight(set) == 1 &&
+		     hwloc_bitmap_isset(set, (unsigned)os);
+	hwloc_bitmap_free(set);
+	return rc;
+}
+
+/* A learned pin made early can be undone by the program itself: hwloc's
+ * x86 discovery (Open MPI's MPI_Init calls it) binds the calling thread
+ * to each PU in turn, then restores the binding it found first: Slurm's,
+ * when our pin came in between.  For LEARNED_HOLD_NS after the last
+ * learned pin, every scan reads the placed threads' bindings back and
+ * sets again one that changed (not a migration: its place is the same).
+ * Later a program binding its own threads is left alone. */
+static void model_hold_pins(struct agent *a)
+{
+	struct cm_error err;
+
+	if (a->dry_run || !a->pin_ok || !a->model_pin_ns ||
+	    now_ns() - a->model_pin_ns > LEARNED_HOLD_NS)
+		return;
+	for (int i = 0; i < cm_tracker_nthreads(a->tr) && i < a->cap; i++) {
+		const struct cm_tracked_thread *th =
+			cm_tracker_thread(a->tr, i);
+
+		if (!th->alive || a->cur_os[i] < 0 ||
+		    bound_to(a, th->tid, a->cur_os[i]) != 0 ||
+		    !cm_tracker_verify_thread(a->tr, i))
+			continue;
+		if (cm_pin_thread(cm_topo_hwloc(a->topo), a->allowed, th->tid,
+				  a->cur_os[i], &err) == 0)
+			agent_info("thread %d (tid %d) was rebound by the "
+				   "program: pinned again to PU %d", i,
+				   (int)th->tid, a->cur_os[i]);
+	}
 }
 
 /* Learned mode moves threads again only when detection clearly
@@ -1016,12 +1223,17 @@ static void interval_end(struct agent *a)
 	in.have_mapping = a->res.ntimeline > 0;
 	for (int k = 0; k < s.n; k++)
 		in.unplaced += a->cur_os[s.idx[k]] < 0;
+	in.recheck = a->recheck;
 	cm_remap_decide(&in, &d);
 	agent_debug("interval %d ms: %d partners changed, %d unplaced: %s",
 		    a->interval_ms, in.partners_changed, in.unplaced,
 		    d.reason);
-	if (d.compute)
-		remap(a, &s, sub, in.unplaced, d.reason);
+	if (d.pattern_changed)
+		a->recheck = CM_REMAP_RECHECK_INTERVALS;
+	else if (a->recheck > 0)
+		a->recheck--;
+	if (d.compute && remap(a, &s, sub, d.reason) == CM_REMAP_FULL)
+		a->recheck = 0;
 	a->interval_ms = d.next_interval_ms;
 	/* LHMapping §3.4.1: age after each grouping computation. */
 	cm_matrix_age(a->live, a->o->alpha);
@@ -1072,6 +1284,7 @@ static void start_collector(struct agent *a)
 	co.numa_manage = !o->numa_leave;
 	co.overhead_target = o->overhead_pct / 100.0;
 	co.period_ns = (uint64_t)o->period_us * 1000u;
+	co.period_auto = !o->period_given;	/* from the measured cost */
 	a->col = cm_collect_new(&co, a->tr, &err);
 	if (!a->col) {
 		detection_off(a, err.text);
@@ -1085,6 +1298,13 @@ static void start_collector(struct agent *a)
 			st.backend == CM_COLLECT_HW ? CM_AGENT_BACKEND_HW :
 			st.backend == CM_COLLECT_FAULT ? CM_AGENT_BACKEND_FAULT :
 			CM_AGENT_BACKEND_SAMPLE, st.fault_on);
+		if (st.sample_cost_ns)
+			agent_info("sampling every %.0f us of CPU: %.1f us per "
+				   "sample (%s) for %.3g%% of the application",
+				   (double)st.period / 1e3,
+				   (double)st.sample_cost_ns / 1e3,
+				   st.sample_cost_measured ? "measured" :
+				   "default", o->overhead_pct);
 	}
 }
 
@@ -1130,8 +1350,8 @@ static void scan(struct agent *a)
 		static_apply_new(a);
 	if (added > 0)
 		a->last_new_thread_ns = now_ns();
-	if (!a->app_settled && app_identity_ready(a))
-		settle_app_identity(a);
+	if (!a->app_settled && (a->hashing || app_identity_ready(a)))
+		settle_app_identity(a, 0);
 	if (a->app_settled && a->model_wanted) {
 		model_fetch_now(a);
 		/* threads created while the model was on its way */
@@ -1139,8 +1359,10 @@ static void scan(struct agent *a)
 		    ensure_threads(a, cm_tracker_nthreads(a->tr)) == 0)
 			sync_collector(a);
 	}
-	if (a->model_active)
+	if (a->model_active) {
 		model_apply_new(a);
+		model_hold_pins(a);
+	}
 	if (now_ns() - a->t0_ns < IDENTITY_REFRESH_NS || added > 0)
 		refresh_identity(a);
 }
@@ -1266,8 +1488,7 @@ static void fill_threads(struct agent *a)
 		const struct cm_tracked_proc *p = cm_tracker_proc(a->tr,
 								  t->proc);
 
-		th[i].rank = p->rank;
-		th[i].index = t->index;
+		cm_tracker_thread_ident(a->tr, i, &th[i].rank, &th[i].index);
 		th[i].tid = t->tid;
 		th[i].pid = p->pid;
 		th[i].cpu_s = i < a->cap ? a->cpu_s[i] : -1;
@@ -1376,13 +1597,9 @@ static void fill_model_distance(struct agent *a)
 
 	if (a->res.model.state == CM_RESULT_MODEL_USED && rank && index &&
 	    cm_matrix_total(a->total) > 0) {
-		for (int i = 0; i < n; i++) {
-			const struct cm_tracked_thread *t =
-				cm_tracker_thread(a->tr, i);
-
-			rank[i] = cm_tracker_proc(a->tr, t->proc)->rank;
-			index[i] = t->index;
-		}
+		for (int i = 0; i < n; i++)
+			cm_tracker_thread_ident(a->tr, i, &rank[i],
+						&index[i]);
 		a->res.model.distance = cm_model_distance(&a->model, a->total,
 							  rank, index, n);
 	}
@@ -1405,9 +1622,10 @@ static int write_result(struct agent *a)
 	int rc;
 
 	clock_gettime(CLOCK_REALTIME, &a->res.ended_at);
-	if (!a->app_settled && cm_tracker_proc(a->tr, 0) &&
-	    cm_tracker_proc(a->tr, 0)->alive)
-		settle_app_identity(a);
+	if (!a->app_settled && (a->hashing || (cm_tracker_proc(a->tr, 0) &&
+					       cm_tracker_proc(a->tr, 0)->alive)))
+		settle_app_identity(a, 1);
+	cm_tracker_settle(a->tr);	/* every thread gets an identity */
 	fill_identity(a);
 	fill_threads(a);
 	fill_topology(a);
@@ -1530,11 +1748,16 @@ static void teardown(struct agent *a)
 	free(a->cur_os);
 	free(a->cpu_s);
 	free(a->partner);
+	free(a->undo_os);
 	if (a->static_os != a->st.os_pu)
 		free(a->static_os);
 	agent_static_free(&a->st);
 	cm_model_free(&a->model);
 	free(a->model_os);
+	free(a->model_done);
+	if (a->hashing)		/* the thread reads into a->hash_job */
+		cm_app_exe_hash_finish(&a->hash_job, 1, &a->hash_cache,
+				       a->res.exe_hash);
 	free(a->cred);
 	cm_agent_result_free(&a->res);
 }
