@@ -61,6 +61,7 @@
 #define LEARNED_HOLD_NS 2000000000ull	/* learned pins read back */
 
 struct agent {
+	int cost_logged;	/* the measured sampling cost was logged */
 	const struct cm_agent_opts *o;
 	enum cm_agent_mode mode;	/* learned runs as dynamic for now */
 	struct cm_tracker *tr;
@@ -1189,6 +1190,9 @@ static int learned_interval(struct agent *a)
 }
 
 /* End of an interval: merge, decide, map, age. */
+static void log_sampling(struct agent *a,
+			 const struct cm_collect_stats *st);
+
 static void interval_end(struct agent *a)
 {
 	struct cm_remap_input in = { .interval_ms = a->interval_ms,
@@ -1205,7 +1209,13 @@ static void interval_end(struct agent *a)
 	a->fresh = cm_matrix_new(0);
 	read_thread_cpu(a);
 	/* The overhead knob (sample_rate.h): rarely changes the period. */
-	cm_collect_adapt_period(a->col, a->cpu_s, a->cap, a->fresh, NULL);
+	if (cm_collect_adapt_period(a->col, a->cpu_s, a->cap, a->fresh,
+				    NULL) > 0 && !a->cost_logged) {
+		struct cm_collect_stats st;
+
+		cm_collect_stats(a->col, &st);
+		log_sampling(a, &st);
+	}
 	refresh_identity(a);
 	if (a->mode == CM_AGENT_MODE_LEARNED && a->topo && a->fresh &&
 	    (a->pin_ok || a->dry_run) && !learned_interval(a))
@@ -1267,6 +1277,21 @@ static void detection_off(struct agent *a, const char *why)
 	a->col = NULL;
 }
 
+/* The sampling period and the cost of a sample behind it: at start with
+ * the default cost, again once this machine's cost is measured. */
+static void log_sampling(struct agent *a, const struct cm_collect_stats *st)
+{
+	if (!st->sample_cost_ns || a->cost_logged)
+		return;
+	agent_info("sampling every %.0f us of CPU: %.1f us per sample (%s) "
+		   "for %.3g%% of the application", (double)st->period / 1e3,
+		   (double)st->sample_cost_ns / 1e3,
+		   st->sample_cost_measured ? "measured" :
+		   st->sample_cost_pending ? "default, measuring" : "default",
+		   a->o->overhead_pct);
+	a->cost_logged = !st->sample_cost_pending;
+}
+
 static void start_collector(struct agent *a)
 {
 	const struct cm_agent_opts *o = a->o;
@@ -1298,13 +1323,7 @@ static void start_collector(struct agent *a)
 			st.backend == CM_COLLECT_HW ? CM_AGENT_BACKEND_HW :
 			st.backend == CM_COLLECT_FAULT ? CM_AGENT_BACKEND_FAULT :
 			CM_AGENT_BACKEND_SAMPLE, st.fault_on);
-		if (st.sample_cost_ns)
-			agent_info("sampling every %.0f us of CPU: %.1f us per "
-				   "sample (%s) for %.3g%% of the application",
-				   (double)st.period / 1e3,
-				   (double)st.sample_cost_ns / 1e3,
-				   st.sample_cost_measured ? "measured" :
-				   "default", o->overhead_pct);
+		log_sampling(a, &st);
 	}
 }
 

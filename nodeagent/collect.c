@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +81,12 @@ struct cm_collector {
 	/* adaptive period */
 	struct cm_rate_config rcfg;
 	struct cm_rate_state rate;
+	/* the measurement of a sample's cost, on its own thread: it writes
+	 * calib_cost and calib_cpu, then calib_state (1 done, 2 failed) */
+	pthread_t calib_th;
+	bool calib_running;
+	atomic_int calib_state;
+	uint64_t calib_cost, calib_cpu;
 	bool rate_started;
 	uint64_t t0_ns, rate_app_ns, rate_agent_ns, rate_samples;
 	uint64_t drain_cpu_ns;	/* this thread's CPU time in drains */
@@ -390,28 +398,80 @@ int cm_collect_measure_sample_cost(const struct cm_collect_opts *o,
 	return 0;
 }
 
-/* The adaptive period's configuration: the measured cost of a sample
- * (the online model needs it too, also from a given period) and, with
- * period_auto, the first period from it.  When it cannot be measured the
- * default cost is used; the sampler's own attach says why perf refuses,
- * if it does. */
+static void *calib_main(void *arg)
+{
+	struct cm_collector *c = arg;
+	uint64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), cost = 0;
+	struct cm_error e;
+	int rc = cm_collect_measure_sample_cost(&c->o, &cost, NULL, &e);
+
+	c->calib_cost = rc == 0 ? cost : 0;
+	c->calib_cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+	atomic_store(&c->calib_state, rc == 0 ? 1 : 2);
+	return NULL;
+}
+
+/* Take the measured cost once it is there (wait: block for it); with
+ * period_auto, switch to the period it gives and restart the adaptive
+ * window from there.  1 when applied now. */
+static int calib_apply(struct cm_collector *c, bool wait, struct cm_matrix *m,
+		       struct cm_error *err)
+{
+	uint64_t next;
+
+	if (!c->calib_running ||
+	    (!wait && atomic_load(&c->calib_state) == 0))
+		return 0;
+	pthread_join(c->calib_th, NULL);
+	c->calib_running = false;
+	c->st.sample_cost_pending = 0;
+	c->st.calib_cpu_ns = c->calib_cpu;
+	if (atomic_load(&c->calib_state) != 1)
+		return 0;	/* the default cost stays */
+	c->rcfg.sample_cost_ns = c->calib_cost;
+	c->st.sample_cost_ns = c->calib_cost;
+	c->st.sample_cost_measured = 1;
+	c->rate_started = false;
+	if (!c->o.period_auto || !c->s)
+		return 1;
+	next = cm_rate_initial_period(&c->rcfg);
+	if (next == c->pcfg.period_ns)
+		return 1;
+	if (cm_collect_set_period(c, next, m, err) < 0)
+		return -1;
+	periods_push(c, next);
+	return 1;
+}
+
+int cm_collect_calibration_wait(struct cm_collector *c, struct cm_matrix *m,
+				struct cm_error *err)
+{
+	if (!c)
+		return cm_errorf(err, EINVAL, "collect: NULL collector");
+	return calib_apply(c, true, m, err) < 0 ? -1 : 0;
+}
+
+/* The adaptive period's configuration: the cost of a sample (the online
+ * model needs it too, also from a given period) and, with period_auto,
+ * the first period from it.  The cost is measured on a thread of its own
+ * (~35 ms of CPU, more under load) so that nothing waits for it; until
+ * it is known the default cost and its period are used.  When it cannot
+ * be measured the default cost stays; the sampler's own attach says why
+ * perf refuses, if it does. */
 static void rate_setup(struct cm_collector *c)
 {
-	uint64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), cost;
-	struct cm_error e;
-
 	cm_rate_config_default(&c->rcfg);
 	if (!(c->o.overhead_target > 0) || c->backend != CM_COLLECT_SAMPLE)
 		return;
 	c->rcfg.target = c->o.overhead_target;
-	if (cm_collect_measure_sample_cost(&c->o, &cost, NULL, &e) == 0) {
-		c->rcfg.sample_cost_ns = cost;
-		c->st.sample_cost_measured = 1;
-	}
 	c->st.sample_cost_ns = c->rcfg.sample_cost_ns;
-	c->st.calib_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
 	if (c->o.period_auto)
 		c->pcfg.period_ns = cm_rate_initial_period(&c->rcfg);
+	atomic_init(&c->calib_state, 0);
+	if (pthread_create(&c->calib_th, NULL, calib_main, c) == 0) {
+		c->calib_running = true;
+		c->st.sample_cost_pending = 1;
+	}
 }
 
 struct cm_collector *cm_collect_new(const struct cm_collect_opts *o,
@@ -482,6 +542,8 @@ void cm_collect_free(struct cm_collector *c)
 {
 	if (!c)
 		return;
+	if (c->calib_running)
+		pthread_join(c->calib_th, NULL);
 	for (int i = 0; i < c->nprocs; i++)
 		proc_release(&c->procs[i]);
 	free(c->procs);
@@ -1107,6 +1169,15 @@ int cm_collect_adapt_period(struct cm_collector *c, const double *cpu_s,
 	if (!c || !c->s || c->backend != CM_COLLECT_SAMPLE ||
 	    !(c->o.overhead_target > 0))
 		return 0;
+	switch (calib_apply(c, false, m, err)) {
+	case -1:
+		return -1;
+	case 1:
+		changed = 1;
+		samples = samples_so_far(c);
+		agent = c->drain_cpu_ns;
+		break;
+	}
 	for (int i = 0; cpu_s && i < n; i++)
 		if (cpu_s[i] > 0)
 			app_s += cpu_s[i];

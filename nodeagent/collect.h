@@ -189,6 +189,8 @@ struct cm_collect_stats {
 					 * period (0 when it is off) */
 	int sample_cost_measured;	/* 1: measured at start, 0: the
 					 * default */
+	int sample_cost_pending;	/* 1: still being measured (the
+					 * default cost and period meanwhile) */
 	uint64_t calib_cpu_ns;	/* CPU time the measurement took */
 	int nperiods;
 	struct cm_collect_period periods[CM_COLLECT_PERIODS_MAX];
@@ -270,6 +272,16 @@ int cm_collect_measure_sample_cost(const struct cm_collect_opts *o,
 				   uint64_t *cost_ns,
 				   struct cm_rate_calib *cal,
 				   struct cm_error *err);
+
+/* cm_collect_new measures the cost on a thread of its own, so that the
+ * agent's start (and learned pins) never wait for it: the collector
+ * samples at the default cost's period meanwhile, and the first
+ * cm_collect_adapt_period after the measurement applies it (the period
+ * from the budget with period_auto).  This waits for the measurement and
+ * applies it at once (tests; m as for cm_collect_set_period).  0, or -1
+ * when the new period cannot be set. */
+int cm_collect_calibration_wait(struct cm_collector *c, struct cm_matrix *m,
+				struct cm_error *err);
 
 /* Poll descriptors of the rings (POLLIN when a ring is a quarter full);
  * returns how many were written.  They change after set_period. */
