@@ -60,6 +60,8 @@
 #define CRED_FRESH_NS 60000000000ull	/* a credential made at start */
 #define LEARNED_HOLD_NS 2000000000ull	/* learned pins read back */
 
+#define COST_CACHE_DIR "/run/commap"
+
 struct agent {
 	int cost_logged;	/* the measured sampling cost was logged */
 	const struct cm_agent_opts *o;
@@ -1286,7 +1288,8 @@ static void log_sampling(struct agent *a, const struct cm_collect_stats *st)
 	agent_info("sampling every %.0f us of CPU: %.1f us per sample (%s) "
 		   "for %.3g%% of the application", (double)st->period / 1e3,
 		   (double)st->sample_cost_ns / 1e3,
-		   st->sample_cost_measured ? "measured" :
+		   st->sample_cost_cached ? "measured on this node within the "
+		   "hour" : st->sample_cost_measured ? "measured" :
 		   st->sample_cost_pending ? "default, measuring" : "default",
 		   a->o->overhead_pct);
 	a->cost_logged = !st->sample_cost_pending;
@@ -1310,6 +1313,11 @@ static void start_collector(struct agent *a)
 	co.overhead_target = o->overhead_pct / 100.0;
 	co.period_ns = (uint64_t)o->period_us * 1000u;
 	co.period_auto = !o->period_given;	/* from the measured cost */
+	/* One measurement per node and hour serves every step's agent; only
+	 * root's agents (under Slurm) share it, in root's /run. */
+	if (geteuid() == 0 && (mkdir(COST_CACHE_DIR, 0755) == 0 ||
+			       errno == EEXIST))
+		co.cost_cache = COST_CACHE_DIR "/sample-cost";
 	a->col = cm_collect_new(&co, a->tr, &err);
 	if (!a->col) {
 		detection_off(a, err.text);

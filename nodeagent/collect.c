@@ -398,6 +398,73 @@ int cm_collect_measure_sample_cost(const struct cm_collect_opts *o,
 	return 0;
 }
 
+/* ---- the measured cost kept per node (o->cost_cache) --------------- */
+
+#define COST_CACHE_MAX_AGE_S 3600
+
+/* This boot's id: a cost measured before a reboot (another kernel,
+ * perhaps other hardware under the VM) is not reused. */
+static int boot_id(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return ok && buf[0] ? 0 : -1;
+}
+
+/* The cached cost for this boot and clock, measured less than an hour
+ * ago; 0 when there is none (missing, stale, malformed). */
+static uint64_t cost_cache_read(const struct cm_collect_opts *o)
+{
+	char boot[64], line[256], want[64];
+	unsigned long long cost = 0, at = 0;
+	unsigned clk = 0;
+	time_t now = time(NULL);
+	FILE *f;
+
+	if (!o->cost_cache || boot_id(want, sizeof(want)) < 0)
+		return 0;
+	f = fopen(o->cost_cache, "r");
+	if (!f)
+		return 0;
+	if (!fgets(line, sizeof(line), f) ||
+	    sscanf(line, "commap-sample-cost 1 %63s %u %llu %llu", boot, &clk,
+		   &cost, &at) != 4)
+		cost = 0;
+	fclose(f);
+	if (cost < CM_RATE_COST_MIN_NS || cost > CM_RATE_COST_MAX_NS ||
+	    strcmp(boot, want) != 0 || clk != (unsigned)o->clock ||
+	    (time_t)at > now || now - (time_t)at > COST_CACHE_MAX_AGE_S)
+		return 0;
+	return cost;
+}
+
+/* Keep a measured cost for the next agents (best effort: written to a
+ * temporary file and renamed, so readers never see half a line). */
+static void cost_cache_write(const struct cm_collect_opts *o, uint64_t cost)
+{
+	char boot[64], tmp[4096];
+	FILE *f;
+
+	if (!o->cost_cache || boot_id(boot, sizeof(boot)) < 0 ||
+	    snprintf(tmp, sizeof(tmp), "%s.%d", o->cost_cache,
+		     (int)getpid()) >= (int)sizeof(tmp))
+		return;
+	f = fopen(tmp, "w");
+	if (!f)
+		return;
+	fprintf(f, "commap-sample-cost 1 %s %u %llu %llu\n", boot,
+		(unsigned)o->clock, (unsigned long long)cost,
+		(unsigned long long)time(NULL));
+	if (fclose(f) != 0 || rename(tmp, o->cost_cache) != 0)
+		unlink(tmp);
+}
+
 static void *calib_main(void *arg)
 {
 	struct cm_collector *c = arg;
@@ -432,6 +499,7 @@ static int calib_apply(struct cm_collector *c, bool wait, struct cm_matrix *m,
 	c->st.sample_cost_ns = c->calib_cost;
 	c->st.sample_cost_measured = 1;
 	c->rate_started = false;
+	cost_cache_write(&c->o, c->calib_cost);
 	if (!c->o.period_auto || !c->s)
 		return 1;
 	next = cm_rate_initial_period(&c->rcfg);
@@ -455,18 +523,30 @@ int cm_collect_calibration_wait(struct cm_collector *c, struct cm_matrix *m,
  * model needs it too, also from a given period) and, with period_auto,
  * the first period from it.  The cost is measured on a thread of its own
  * (~35 ms of CPU, more under load) so that nothing waits for it; until
- * it is known the default cost and its period are used.  When it cannot
+ * it is known the default cost and its period are used.  A cost another
+ * agent measured on this node within the hour (o->cost_cache) is taken
+ * at once instead.  When it cannot
  * be measured the default cost stays; the sampler's own attach says why
  * perf refuses, if it does. */
 static void rate_setup(struct cm_collector *c)
 {
+	uint64_t cached;
+
 	cm_rate_config_default(&c->rcfg);
 	if (!(c->o.overhead_target > 0) || c->backend != CM_COLLECT_SAMPLE)
 		return;
 	c->rcfg.target = c->o.overhead_target;
+	cached = cost_cache_read(&c->o);
+	if (cached) {
+		c->rcfg.sample_cost_ns = cached;
+		c->st.sample_cost_measured = 1;
+		c->st.sample_cost_cached = 1;
+	}
 	c->st.sample_cost_ns = c->rcfg.sample_cost_ns;
 	if (c->o.period_auto)
 		c->pcfg.period_ns = cm_rate_initial_period(&c->rcfg);
+	if (cached)
+		return;
 	atomic_init(&c->calib_state, 0);
 	if (pthread_create(&c->calib_th, NULL, calib_main, c) == 0) {
 		c->calib_running = true;

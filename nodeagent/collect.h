@@ -106,6 +106,10 @@ struct cm_collect_opts {
 				 * needed) */
 	const char *numa_sysctl;	/* NULL: the /proc/sys one */
 	const char *numa_state;	/* NULL: /run/commap/numa_balancing */
+	const char *cost_cache;	/* the measured cost of a sample, kept
+				 * per boot and clock for an hour so later
+				 * agents on the node need not measure;
+				 * NULL: none */
 	unsigned fault_ring_pages;	/* per CPU, 16 */
 	uint64_t fault_window_ns;	/* backend FAULT: the table's window,
 					 * 0 (default) unbounded: a scan pass
@@ -191,6 +195,7 @@ struct cm_collect_stats {
 					 * default */
 	int sample_cost_pending;	/* 1: still being measured (the
 					 * default cost and period meanwhile) */
+	int sample_cost_cached;	/* 1: taken from o->cost_cache */
 	uint64_t calib_cpu_ns;	/* CPU time the measurement took */
 	int nperiods;
 	struct cm_collect_period periods[CM_COLLECT_PERIODS_MAX];

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "collect.h"
 #include "proc_track.h"
@@ -504,6 +506,74 @@ static void test_collect_auto(void)
 	cm_tracker_free(t);
 }
 
+/* o.cost_cache: the first collector measures and keeps the cost, the next
+ * takes it at once; a cache of another boot or clock, or malformed, is
+ * ignored (measured again). */
+static void test_cost_cache(void)
+{
+	struct cm_tracker *t = cm_tracker_new(NULL, (uid_t)-1);
+	char path[] = "/tmp/commap-cost-XXXXXX";
+	struct cm_collect_opts o;
+	struct cm_collect_stats st;
+	struct cm_collector *c;
+	struct cm_error e = { "" };
+	uint64_t measured;
+	int fd = mkstemp(path);
+	FILE *f;
+
+	if (fd < 0 || !t) {
+		ok(0, "temporary cache file");
+		return;
+	}
+	close(fd);
+	unlink(path);
+	cm_collect_opts_default(&o);
+	o.backend = CM_COLLECT_SAMPLE;
+	o.overhead_target = 0.01;
+	o.period_auto = 1;
+	o.cost_cache = path;
+	c = cm_collect_new(&o, t, &e);
+	cm_collect_calibration_wait(c, NULL, &e);
+	cm_collect_stats(c, &st);
+	measured = st.sample_cost_ns;
+	ok(c && st.sample_cost_measured && !st.sample_cost_cached &&
+	   access(path, R_OK) == 0, "no cache: measured (%.2f us) and kept",
+	   (double)measured / 1e3);
+	cm_collect_free(c);
+
+	c = cm_collect_new(&o, t, &e);
+	cm_collect_stats(c, &st);
+	ok(c && st.sample_cost_cached && !st.sample_cost_pending &&
+	   st.sample_cost_ns == measured && st.calib_cpu_ns == 0,
+	   "the next collector takes the kept cost at once, measures nothing");
+	cm_collect_free(c);
+
+	f = fopen(path, "w");
+	if (f) {
+		fprintf(f, "commap-sample-cost 1 not-this-boot %u 7000 %llu\n",
+			(unsigned)o.clock, (unsigned long long)time(NULL));
+		fclose(f);
+	}
+	c = cm_collect_new(&o, t, &e);
+	cm_collect_stats(c, &st);
+	ok(c && !st.sample_cost_cached && st.sample_cost_pending,
+	   "a cost kept before a reboot is measured again");
+	cm_collect_free(c);
+
+	f = fopen(path, "w");
+	if (f) {
+		fputs("commap-sample-cost 1 garbage\n", f);
+		fclose(f);
+	}
+	c = cm_collect_new(&o, t, &e);
+	cm_collect_stats(c, &st);
+	ok(c && !st.sample_cost_cached && st.sample_cost_pending,
+	   "a malformed cache is ignored");
+	cm_collect_free(c);
+	unlink(path);
+	cm_tracker_free(t);
+}
+
 int main(void)
 {
 	struct cm_rate_config c;
@@ -520,5 +590,6 @@ int main(void)
 	test_cost_estimate();
 	test_measure();
 	test_collect_auto();
+	test_cost_cache();
 	return done_testing();
 }
