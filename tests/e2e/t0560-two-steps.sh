@@ -11,7 +11,7 @@ e2e_require_agent
 [ "$(nproc)" -ge 2 ] || skip_all "needs 2 CPUs"
 e2e_agent_cluster "${E2E_PORT_BASE:-17057}"
 
-# Each step runs for 1 s of CPU per thread (2 s on its core when the
+# Each step runs for 2 s of CPU per thread (4 s on its core when the
 # machine is quiet): a loaded machine stretches the run instead of ending
 # it before the agent has the evidence to pin.
 cat >"$E2E_DIR/job.sh" <<EOS
@@ -20,7 +20,7 @@ for s in a b; do
 	srun -n1 -c1 --exact --commap=dynamic sh -c \
 		'grep Cpus_allowed_list /proc/self/status >"\$0.\$SLURM_STEP_ID"
 		exec "\$@"' "$E2E_DIR/cpus" "$wl_threads" --pattern pairs --threads 2 \
-		--cpu-seconds 1 --seconds 20 &
+		--cpu-seconds 2 --seconds 30 &
 done
 wait
 EOS

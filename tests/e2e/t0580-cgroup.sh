@@ -24,7 +24,7 @@ ok $? "the cluster runs proctrack/cgroup and task/cgroup"
 out=$(timeout 60 srun -n1 -c1 --commap=dynamic "${job_wrap[@]}" \
 	"$E2E_DIR/job1" sh -c 'grep Cpus_allowed_list /proc/self/status \
 	>"$0"; exec "$@"' "$E2E_DIR/cpus1" "$wl_threads" --pattern pairs \
-	--threads 2 --cpu-seconds 1 --seconds 20 2>&1)
+	--threads 2 --cpu-seconds 2 --seconds 30 2>&1)
 ok $? "srun -c1 --commap=dynamic of thread pairs exits 0"
 [ -z "$out" ] || diag "$out"
 job=$(cat "$E2E_DIR/job1" 2>/dev/null)
