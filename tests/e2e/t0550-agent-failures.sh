@@ -48,7 +48,7 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 e2e_plugstack "default=off agent=$agent spool=$spool service=http://127.0.0.1:$port"
 out=$(timeout 60 srun --commap=dynamic -n1 -c 2 "${job_wrap[@]}" \
 	"$E2E_DIR/job2" "$wl_threads" --pattern pairs --threads 4 \
-	--seconds 1 2>&1)
+	--cpu-seconds 1 --seconds 30 2>&1)
 rc=$?
 ok $rc "service unreachable (port $port): the job exits 0"
 [ $rc -eq 0 ] || diag "$out"
