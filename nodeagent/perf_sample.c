@@ -656,6 +656,8 @@ struct cm_perf_sampler {
 	struct cm_perf_layout lay;
 	int ncpu;
 	struct ring *rings;		/* one per possible CPU */
+	struct ring **heap;		/* drain: rings with a pending sample,
+					 * a min-heap on its time */
 	int *fds;			/* every event */
 	int nfds, capfds;
 	pid_t *tids;			/* attached tasks */
@@ -717,9 +719,15 @@ struct cm_perf_sampler *cm_perf_sampler_new(const struct cm_perf_config *cfg,
 	if (n < 1)
 		n = 1;
 	s = calloc(1, sizeof(*s));
-	if (s)
+	if (s) {
 		s->rings = calloc((size_t)n, sizeof(*s->rings));
-	if (!s || !s->rings) {
+		s->heap = calloc((size_t)n, sizeof(*s->heap));
+	}
+	if (!s || !s->rings || !s->heap) {
+		if (s) {
+			free(s->rings);
+			free(s->heap);
+		}
 		free(s);
 		cm_errorf(err, ENOMEM, "perf sampler: out of memory");
 		return NULL;
@@ -744,6 +752,7 @@ void cm_perf_sampler_free(struct cm_perf_sampler *s)
 	for (int i = 0; i < s->nfds; i++)
 		close(s->fds[i]);
 	free(s->rings);
+	free(s->heap);
 	free(s->fds);
 	free(s->tids);
 	free(s);
@@ -945,19 +954,25 @@ static void ring_close_cursor(struct ring *r)
 	__atomic_store_n(&meta->data_tail, r->tail, __ATOMIC_RELEASE);
 }
 
-/* The ring with the oldest pending sample, NULL when all are drained. */
-static struct ring *oldest_ring(struct cm_perf_sampler *s)
+/* Restore the heap order below slot i (the rings' pending sample times:
+ * the oldest on top). */
+static void heap_down(struct ring **h, int n, int i)
 {
-	struct ring *best = NULL;
+	for (;;) {
+		int l = 2 * i + 1, m = i;
+		struct ring *t;
 
-	for (int c = 0; c < s->ncpu; c++) {
-		struct ring *r = &s->rings[c];
-
-		if (r->base && r->has_next &&
-		    (!best || r->next.time < best->next.time))
-			best = r;
+		if (l < n && h[l]->next.time < h[m]->next.time)
+			m = l;
+		if (l + 1 < n && h[l + 1]->next.time < h[m]->next.time)
+			m = l + 1;
+		if (m == i)
+			return;
+		t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
 	}
-	return best;
 }
 
 /* Hand out the samples of every CPU's ring merged in time order: the
@@ -965,24 +980,35 @@ static struct ring *oldest_ring(struct cm_perf_sampler *s)
  * so reading one CPU's ring after the other would let the threads of the
  * last CPU read push out those of the others and skew the matrix towards
  * (or against) threads that happened to share a CPU.  Each ring is in
- * time order already; this is a k-way merge bounded by the head each ring
- * had when the drain began. */
+ * time order already; this is a k-way merge (a heap of the rings, so a
+ * node with many CPUs pays log(CPUs) per sample) bounded by the head each
+ * ring had when the drain began. */
 long cm_perf_sampler_read(struct cm_perf_sampler *s, cm_perf_sample_fn fn,
 			  void *arg)
 {
-	struct ring *r;
+	struct ring **h;
 	long n = 0;
+	int nh = 0;
 
 	if (!s)
 		return cm_errorf(NULL, EINVAL, "perf sampler: NULL");
-	for (int c = 0; c < s->ncpu; c++)
-		if (s->rings[c].base)
-			ring_open_cursor(s, &s->rings[c]);
-	while ((r = oldest_ring(s))) {
+	h = s->heap;
+	for (int c = 0; c < s->ncpu; c++) {
+		if (!s->rings[c].base)
+			continue;
+		ring_open_cursor(s, &s->rings[c]);
+		if (s->rings[c].has_next)
+			h[nh++] = &s->rings[c];
+	}
+	for (int i = nh / 2 - 1; i >= 0; i--)
+		heap_down(h, nh, i);
+	while (nh > 0) {
 		n++;
 		if (fn)
-			fn(&r->next, arg);
-		ring_advance(s, r);
+			fn(&h[0]->next, arg);
+		if (!ring_advance(s, h[0]))
+			h[0] = h[--nh];		/* that ring is drained */
+		heap_down(h, nh, 0);
 	}
 	for (int c = 0; c < s->ncpu; c++)
 		if (s->rings[c].base)

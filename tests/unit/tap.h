@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int tap_count_;
@@ -63,6 +64,25 @@ diag(const char *fmt, ...)
 	if (!ok(g_ && w_ && strcmp(g_, w_) == 0, "%s", (name))) \
 		diag("  got \"%s\", want \"%s\"", g_ ? g_ : "(null)", w_); \
 } while (0)
+
+/* buf = SRCDIR/rel: SRCDIR is make check's $top_srcdir, else found from
+ * the test's own source path (self: __FILE__, under tests/unit/), else ".".
+ * Use TAP_SRCDIR_PATH. */
+static inline void __attribute__((unused))
+tap_srcdir_path(char *buf, size_t len, const char *self, const char *rel)
+{
+	const char *top = getenv("top_srcdir");
+	const char *tail = strstr(self, "tests/unit/");
+
+	if (top && *top)
+		snprintf(buf, len, "%s/%s", top, rel);
+	else if (tail && tail > self)
+		snprintf(buf, len, "%.*s/%s", (int)(tail - self - 1), self, rel);
+	else
+		snprintf(buf, len, "./%s", rel);
+}
+#define TAP_SRCDIR_PATH(buf, len, rel) \
+	tap_srcdir_path((buf), (len), __FILE__, (rel))
 
 static inline int __attribute__((unused)) done_testing(void)
 {

@@ -161,21 +161,6 @@ static void test_conf_file(void)
 	unlink(path);
 }
 
-/* The source tree, from make check's top_srcdir or this file's path. */
-static void srcdir_path(char *buf, size_t len, const char *rel)
-{
-	const char *top = getenv("top_srcdir");
-	const char *self = __FILE__;
-	const char *tail = strstr(self, "tests/unit/test_spank_config.c");
-
-	if (top && *top)
-		snprintf(buf, len, "%s/%s", top, rel);
-	else if (tail && tail > self)
-		snprintf(buf, len, "%.*s/%s", (int)(tail - self - 1), self, rel);
-	else
-		snprintf(buf, len, "%s", rel);
-}
-
 /* Split the first non-comment line of plugstack.conf into words. */
 static int plugstack_words(const char *path, char *line, size_t len,
 			   char **w, int max)
@@ -205,8 +190,8 @@ static void test_shipped_examples(void)
 	char *w[16];
 	int n;
 
-	srcdir_path(conf, sizeof(conf), "deploy/config/commap.conf");
-	srcdir_path(plug, sizeof(plug), "deploy/config/plugstack.conf");
+	TAP_SRCDIR_PATH(conf, sizeof(conf), "deploy/config/commap.conf");
+	TAP_SRCDIR_PATH(plug, sizeof(plug), "deploy/config/plugstack.conf");
 	n = plugstack_words(plug, line, sizeof(line), w, 16);
 	ok(n == 3 && strcmp(w[0], "optional") == 0 &&
 	   strstr(w[1], "/commap_spank.so") && strncmp(w[2], "conf=", 5) == 0,

@@ -15,30 +15,13 @@
 /* ---------------------------------------------------------------------- */
 /* Helpers */
 
-static char data_dir[4096];
-
-/* tests/data/topology and tests/integration/data live under top_srcdir
- * (set by make check); otherwise find them from this file's path. */
-static void find_srcdir(void)
-{
-	const char *top = getenv("top_srcdir");
-	const char *self = __FILE__;
-	const char *tail = strstr(self, "tests/unit/test_topology.c");
-
-	if (top && *top)
-		snprintf(data_dir, sizeof(data_dir), "%s", top);
-	else if (tail && tail > self)
-		snprintf(data_dir, sizeof(data_dir), "%.*s",
-			 (int)(tail - self - 1), self);
-	else
-		snprintf(data_dir, sizeof(data_dir), ".");
-}
-
+/* tests/data/topology and tests/integration/data live under the source
+ * tree (TAP_SRCDIR_PATH). */
 static const char *data_path(const char *rel)
 {
 	static char path[8192];
 
-	snprintf(path, sizeof(path), "%s/%s", data_dir, rel);
+	TAP_SRCDIR_PATH(path, sizeof(path), rel);
 	return path;
 }
 
@@ -721,7 +704,6 @@ static void test_hwloc_access(void)
 
 int main(void)
 {
-	find_srcdir();
 	test_shapes();
 	test_distances();
 	test_kinds_mask();
