@@ -273,8 +273,7 @@ static void list_apps(const struct svc_api *api,
 		respond_json(rs, 200, out);
 }
 
-/* A decimal id in [0, 2^32) (job) or [1, 2^62] (result). */
-static int parse_id(const char *s, long long max, int64_t *out)
+int svc_api_parse_id(const char *s, long long max, int64_t *out)
 {
 	char *end;
 	long long v;
@@ -303,7 +302,7 @@ static void get_job(const struct svc_api *api,
 
 	if (svc_api_query_check(rq, known, rs) < 0)
 		return;
-	if (parse_id(arg, 4294967295LL, &job) < 0) {
+	if (svc_api_parse_id(arg, 4294967295LL, &job) < 0) {
 		svc_api_error(rs, 400, "job: '%.32s' is not a job id", arg);
 		return;
 	}
@@ -338,7 +337,7 @@ static void get_result(const struct svc_api *api,
 
 	if (svc_api_query_check(rq, known, rs) < 0)
 		return;
-	if (parse_id(arg, 1LL << 62, &id) < 0) {
+	if (svc_api_parse_id(arg, 1LL << 62, &id) < 0) {
 		svc_api_error(rs, 400, "result: '%.32s' is not a result id",
 			      arg);
 		return;

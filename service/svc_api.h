@@ -61,6 +61,11 @@ int svc_api_query_check(const struct svc_api_request *rq,
 			const char *const *known,
 			struct svc_api_response *rs);
 
+/* A decimal id (digits only, no sign or blanks) in [0, max] into *out:
+ * 0, or -1 for anything else.  Job ids use max 2^32 - 1, result ids
+ * 2^62. */
+int svc_api_parse_id(const char *s, long long max, int64_t *out);
+
 /* Fill rs with {"error": text} and status. */
 void svc_api_error(struct svc_api_response *rs, unsigned status,
 		   const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -179,22 +179,6 @@ static void page_jobs(const struct svc_api *api,
 	json_decref(q);
 }
 
-/* A decimal id in [0, max], as the API parses it. */
-static int parse_id(const char *s, long long max, int64_t *out)
-{
-	char *end;
-	long long v;
-
-	if (!isdigit((unsigned char)*s) || strlen(s) > 19)
-		return -1;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (*end || errno || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 /* The stored job or result, straight from the database: the same query
  * and visibility rule as GET /v1/jobs/{job} and /v1/results/{id}
  * (admins all, others their own), without serialising the documents to
@@ -211,7 +195,8 @@ static json_t *load_job(const struct svc_api *api,
 	json_t *out;
 	int status = 0;
 
-	if (parse_id(arg, is_job ? 4294967295LL : 1LL << 62, &id) < 0) {
+	if (svc_api_parse_id(arg, is_job ? 4294967295LL : 1LL << 62,
+			     &id) < 0) {
 		svc_web_error(rs, 400, "%s: '%.32s' is not a %s id",
 			      is_job ? "job" : "result", arg,
 			      is_job ? "job" : "result");
