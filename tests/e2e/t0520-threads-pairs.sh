@@ -43,7 +43,7 @@ ok $rc "the live threads' real affinity agrees ($out)"
 # Site default, real agent: no option, an agent maps the step.
 e2e_plugstack "default=dynamic agent=$agent spool=$spool"
 timeout 60 srun -n1 -c 2 "${job_wrap[@]}" "$E2E_DIR/job2" "$wl_threads" \
-	--pattern pairs --threads 4 --seconds 1
+	--pattern pairs --threads 4 --cpu-seconds 1 --seconds 30
 ok $? "default=dynamic: srun without --commap exits 0"
 job=$(cat "$E2E_DIR/job2" 2>/dev/null)
 res=$(result_for "$job" 0) &&
