@@ -37,6 +37,14 @@ static int only_cpu(pid_t tid)
 	return cpu;
 }
 
+static int thread_exists(pid_t tgid, pid_t tid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)tgid, (int)tid);
+	return access(path, F_OK) == 0;
+}
+
 int main(void)
 {
 	hwloc_topology_t topo;
@@ -84,6 +92,12 @@ int main(void)
 
 	stop = 1;
 	pthread_join(th, NULL);
+	/* pthread_join returns when the kernel clears the thread's tid
+	 * word, which happens before the task is released: for a moment the
+	 * tid still accepts sched_setaffinity.  Wait until it is gone. */
+	for (int i = 0; i < 5000 && thread_exists(self, worker_tid); i++)
+		usleep(1000);
+	err.text[0] = '\0';
 	ok(cm_pin_thread(topo, allowed, worker_tid, first, &err) == -1,
 	   "pinning an exited thread fails: %s", err.text);
 	{
