@@ -80,6 +80,20 @@ grep -l -- "--step 4294967291" "$spool"/record.*.args >/dev/null &&
 ok $? "sbatch --commap=dynamic: agents for the batch step and the inner step"
 rm -f "$spool"/record.*
 
+# salloc: the allocation's option reaches the srun steps run inside it;
+# an invalid value is refused before anything is allocated.
+timeout 60 salloc -n1 --commap=dynamic srun -n1 true >/dev/null 2>&1
+ok $? "salloc --commap=dynamic running srun exits 0"
+wait_for [ "$(records)" -ge 1 ]
+grep -l -- "--mode dynamic" "$spool"/record.*.args >/dev/null 2>&1 &&
+	grep -l -- "--step 0" "$spool"/record.*.args >/dev/null 2>&1
+ok $? "salloc --commap=dynamic: the inner step gets an agent"
+rm -f "$spool"/record.*
+out=$(timeout 60 salloc -n1 --commap=bogus touch "$E2E_DIR/ran" 2>&1); rc=$?
+[ $rc -ne 0 ] && echo "$out" | grep -q "invalid mode 'bogus'" &&
+	[ ! -e "$E2E_DIR/ran" ]
+ok $? "salloc --commap=bogus fails naming the value, nothing runs (rc $rc)"
+
 # Agent binary missing: the job runs, one line says why.
 e2e_plugstack "default=off agent=/nonexistent/commap-agent spool=$spool"
 out=$(run --commap=dynamic echo job-output 2>&1); rc=$?
