@@ -276,6 +276,53 @@ static double run_for(struct cm_collector *c, struct cm_tracker *t,
 	return spent;
 }
 
+/* CPU seconds (user + system) a process has used, from /proc/PID/stat;
+ * -1 when it cannot be read. */
+static double proc_cpu_s(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut, st;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	/* fields 14 and 15, counted from field 3 after the ") " */
+	if (!p || !(p = strrchr(buf, ')')) ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+		   "%llu %llu", &ut, &st) != 2)
+		return -1;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* Like run_for, but until every one of the n processes has used cpu
+ * seconds of CPU (or max_secs of wall time passed): on a loaded machine a
+ * fixed wall time can leave the workload with too little CPU for any
+ * evidence, and the test would measure the load, not the detection. */
+static void run_for_cpu(struct cm_collector *c, struct cm_tracker *t,
+			struct cm_matrix *m, const pid_t *pids, int n,
+			double cpu, double max_secs)
+{
+	double end = now_s() + max_secs;
+
+	for (;;) {
+		double least = cpu;
+
+		for (int k = 0; k < n; k++) {
+			double used = proc_cpu_s(pids[k]);
+
+			if (used >= 0 && used < least)
+				least = used;
+		}
+		if (least >= cpu || now_s() >= end)
+			break;
+		run_for(c, t, m, 0.2, 0);
+	}
+}
+
 static void check_stats_add_up(const struct cm_collect_stats *st,
 			       const char *what)
 {
@@ -740,7 +787,7 @@ static void test_shared_mapping(void)
 	cm_tracker_scan(t);
 	c = new_collector(t, CM_PERF_DEFAULT_PERIOD_NS);
 	is_int(cm_collect_sync(c, &e), 3, "three processes attached");
-	run_for(c, t, m, 1.2, 0);
+	run_for_cpu(c, t, m, p, 2, 0.6, 30);
 	for (int k = 0; k < 3; k++) {
 		i[k] = cm_tracker_find_thread(t, p[k]);
 		reap(p[k]);
