@@ -123,32 +123,54 @@ static int cpulist_ok(const char *s)
 	return strspn(s, "0123456789,-") == strlen(s);
 }
 
+/* Split s (modified) at blanks into at most max words; returns how many
+ * there are in all, which may be more than max. */
+static int split_words(char *s, char **w, int max)
+{
+	static const char blanks[] = " \t\n\v\f\r";
+	char *save = NULL, *t;
+	int n = 0;
+
+	for (t = strtok_r(s, blanks, &save); t; t = strtok_r(NULL, blanks,
+							     &save)) {
+		if (n < max)
+			w[n] = t;
+		n++;
+	}
+	return n;
+}
+
 int cm_agent_parse_task_line(const char *line, pid_t *pid, int *rank,
 			     char *cpus, struct cm_error *err)
 {
-	char word[16], a[32], b[32], c[CM_AGENT_CPULIST_MAX], extra[2];
+	char buf[CM_AGENT_CPULIST_MAX + 32], *w[4];
 	unsigned long long p, r;
+	size_t len = strlen(line);
 	int n;
 
 	*pid = 0;
 	*rank = 0;
 	cpus[0] = '\0';
-	if (strlen(line) >= sizeof(c) + 32)
+	if (len >= sizeof(buf))
 		return cm_errorf(err, EINVAL, "stdin: line of %zu bytes is too "
-				 "long (want 'task PID RANK [CPULIST]')",
-				 strlen(line));
-	n = sscanf(line, "%15s %31s %31s %1023s %1s", word, a, b, c, extra);
-	if (n <= 0)
+				 "long (want 'task PID RANK [CPULIST]')", len);
+	/* Whole words, never a piece of a longer one (a fixed-width sscanf
+	 * would split an overlong number into two fields). */
+	memcpy(buf, line, len + 1);
+	n = split_words(buf, w, 4);
+	if (n == 0)
 		return 0;
-	if ((n != 3 && n != 4) || strcmp(word, "task") != 0 ||
-	    parse_ull(a, 1, INT_MAX, &p) < 0 ||
-	    parse_ull(b, 0, INT_MAX, &r) < 0 || (n == 4 && !cpulist_ok(c)))
+	if ((n != 3 && n != 4) || strcmp(w[0], "task") != 0 ||
+	    parse_ull(w[1], 1, INT_MAX, &p) < 0 ||
+	    parse_ull(w[2], 0, INT_MAX, &r) < 0 ||
+	    (n == 4 && (!cpulist_ok(w[3]) ||
+			strlen(w[3]) >= CM_AGENT_CPULIST_MAX)))
 		return cm_errorf(err, EINVAL, "stdin: bad line '%.80s' (want "
 				 "'task PID RANK [CPULIST]')", line);
 	*pid = (pid_t)p;
 	*rank = (int)r;
 	if (n == 4)
-		snprintf(cpus, CM_AGENT_CPULIST_MAX, "%s", c);
+		memcpy(cpus, w[3], strlen(w[3]) + 1);
 	return 1;
 }
 

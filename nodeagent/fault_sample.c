@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -37,33 +38,56 @@ void cm_fault_format_default(struct cm_fault_format *f)
 	f->min_size = 32;
 }
 
+/* Largest offset or size believed: a trace entry lives in one page. */
+#define FORMAT_NUM_MAX 65535u
+
+/* "N" up to ';' or a blank, N a decimal number <= FORMAT_NUM_MAX (strtoul
+ * alone would take "-8" as a huge offset). */
+static bool format_num(const char *p, unsigned *v)
+{
+	unsigned long n = 0;
+
+	if (!isdigit((unsigned char)*p))
+		return false;
+	for (; isdigit((unsigned char)*p); p++) {
+		n = n * 10 + (unsigned long)(*p - '0');
+		if (n > FORMAT_NUM_MAX)
+			return false;
+	}
+	if (*p != ';' && *p != '\0' && !isspace((unsigned char)*p))
+		return false;
+	*v = (unsigned)n;
+	return true;
+}
+
 /* One "field:TYPE NAME;\toffset:N;\tsize:N;" line: the name (last word
- * before ';'), offset and size.  false when the line is no field. */
-static bool format_line(const char *line, const char *end, char *name,
-			size_t namelen, unsigned *off, unsigned *size)
+ * before ';'), offset and size.  1 a field, 0 no field, -1 a field whose
+ * offset or size is not a number in range. */
+static int format_line(const char *line, const char *end, char *name,
+		       size_t namelen, unsigned *off, unsigned *size)
 {
 	const char *f = strstr(line, "field:"), *semi, *w, *o, *s;
 	size_t n;
 
 	if (!f || f >= end)
-		return false;
+		return 0;
 	semi = memchr(f, ';', (size_t)(end - f));
 	if (!semi)
-		return false;
+		return 0;
 	for (w = semi; w > f && w[-1] != ' ' && w[-1] != ':'; w--)
 		;
 	n = (size_t)(semi - w);
 	if (n == 0 || n >= namelen)
-		return false;
+		return 0;
 	memcpy(name, w, n);
 	name[n] = '\0';
 	o = strstr(semi, "offset:");
 	s = strstr(semi, "size:");
 	if (!o || !s || o >= end || s >= end)
-		return false;
-	*off = (unsigned)strtoul(o + 7, NULL, 10);
-	*size = (unsigned)strtoul(s + 5, NULL, 10);
-	return true;
+		return 0;
+	if (!format_num(o + 7, off) || !format_num(s + 5, size))
+		return -1;
+	return 1;
 }
 
 struct want_field {
@@ -94,10 +118,18 @@ int cm_fault_format_parse(const char *text, struct cm_fault_format *f,
 
 		if (!end)
 			end = line + strlen(line);
-		if (format_line(line, end, name, sizeof(name), &off, &size)) {
+		int kind = format_line(line, end, name, sizeof(name), &off,
+				       &size);
+
+		if (kind != 0) {
 			for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
 				if (strcmp(name, w[i].name))
 					continue;
+				if (kind < 0)
+					return cm_errorf(err, EBADMSG, "fault "
+						"format: field %s: offset or "
+						"size is not a number up to "
+						"%u", name, FORMAT_NUM_MAX);
 				if (size != w[i].size)
 					return cm_errorf(err, EBADMSG, "fault "
 						"format: field %s has size %u, "

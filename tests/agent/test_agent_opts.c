@@ -174,6 +174,12 @@ static const struct line_case lines[] = {
 	{ "tusk 5 1", -1, 0, 0, NULL },
 	{ "task 5x 1", -1, 0, 0, NULL },
 	{ "task 99999999999 1", -1, 0, 0, NULL },
+	/* a long word is read whole, not split into two fields (rank 0
+	 * and CPU list "05" before) */
+	{ "task 1 000000000000000000000000000000005", 1, 1, 5, NULL },
+	{ "task 1 2 00000000000000000000000000000000000000000000000001", 1, 1,
+	  2, "00000000000000000000000000000000000000000000000001" },
+	{ "\ttask\t7 0\t", 1, 7, 0, NULL },
 };
 
 static void test_task_lines(void)

@@ -1,9 +1,9 @@
 #!/bin/sh
-# Build a matrix fuzz target with libFuzzer (clang, ASan, UBSan) and run it.
+# Build a fuzz target with libFuzzer (clang, ASan, UBSan) and run it.
 #
 #   tests/fuzz/run-libfuzzer.sh TARGET [SECONDS] [-- libFuzzer options]
 #
-# TARGET is fuzz_matrix_json or fuzz_matrix_csv; SECONDS defaults to 60.
+# TARGET is one of tests/fuzz/fuzz_*.c without .c; SECONDS defaults to 60.
 # Works from any directory; builds in $FUZZ_WORKDIR (default
 # /tmp/commap-fuzz-TARGET), grows a working corpus there from the seeds in
 # tests/fuzz/corpus/TARGET (the seeds themselves are not touched) and leaves
@@ -15,22 +15,45 @@ target=${1:?usage: run-libfuzzer.sh TARGET [SECONDS] [-- options]}
 secs=${2:-60}
 [ $# -ge 2 ] && shift 2 || shift $#
 [ "${1:-}" = -- ] && shift
+# Sources and libraries of each target (built without configure: an empty
+# config.h stands in for the generated one).
+lib="lib/error.c lib/rand.c lib/matrix.c lib/matrix_io.c lib/matrix_gen.c"
+inc="-I$top/lib -I$here"
+libs="$(pkg-config --cflags --libs jansson) -lm"
 case $target in
 fuzz_matrix_json|fuzz_matrix_csv) ;;
+fuzz_result_upload) lib="$lib service/result_validate.c"; inc="$inc -I$top/service" ;;
+fuzz_spank_config) lib="lib/error.c spank/spank_config.c"; inc="$inc -I$top/spank" ;;
+fuzz_svc_config) lib="lib/error.c service/svc_config.c"; inc="$inc -I$top/service" ;;
+fuzz_task_line) lib="$lib nodeagent/agent_opts.c"; inc="$inc -I$top/nodeagent" ;;
+fuzz_model)
+	lib="$lib nodeagent/model_fetch.c nodeagent/upload.c"
+	inc="$inc -I$top/nodeagent"
+	libs="$libs $(pkg-config --cflags --libs libcurl) -lmunge"
+	;;
+fuzz_proc_maps|fuzz_perf_record|fuzz_fault_format|fuzz_decode)
+	lib="$lib nodeagent/detect_table.c nodeagent/perf_sample.c"
+	lib="$lib nodeagent/fault_sample.c nodeagent/decode.c"
+	inc="$inc -I$top/nodeagent"
+	libs="$libs $(pkg-config --cflags --libs capstone)"
+	;;
 *) echo "run-libfuzzer.sh: unknown target '$target'" >&2; exit 2 ;;
 esac
 CC=${CC:-clang}
 work=${FUZZ_WORKDIR:-/tmp/commap-fuzz-$target}
-mkdir -p "$work/corpus"
+mkdir -p "$work/corpus" "$work/include"
+: >"$work/include/config.h"
+# The seeds: tests/fuzz/corpus/TARGET or, for newer targets, the name
+# without "fuzz_".
+seeds=$here/corpus/$target
+[ -d "$seeds" ] || seeds=$here/corpus/${target#fuzz_}
 
-lib="error.c rand.c matrix.c matrix_io.c matrix_gen.c"
 srcs="$here/$target.c"
-for f in $lib; do srcs="$srcs $top/lib/$f"; done
+for f in $lib; do srcs="$srcs $top/$f"; done
 # shellcheck disable=SC2086
 $CC -std=gnu11 -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	-I"$top/lib" -I"$here" -o "$work/$target" $srcs \
-	$(pkg-config --cflags --libs jansson) -lm
+	-I"$work/include" $inc -o "$work/$target" $srcs $libs
 
 dict=
 [ -f "$here/$target.dict" ] && dict="-dict=$here/$target.dict"
@@ -38,4 +61,4 @@ cd "$work"
 # shellcheck disable=SC2086
 exec "./$target" -max_total_time="$secs" -max_len=4096 -timeout=10 \
 	-rss_limit_mb=4096 -print_final_stats=1 $dict "$@" \
-	"$work/corpus" "$here/corpus/$target"
+	"$work/corpus" "$seeds"

@@ -115,6 +115,25 @@ static void test_format(void)
 	ok(cm_fault_format_parse(text, &f, &err) == -1 && errno == EBADMSG &&
 	   strstr(err.text, "address"), "address of size 4: refused (%s)",
 	   err.text);
+	/* A negative or huge offset would put the field outside the raw
+	 * entry (strtoul took "-8" as 2^32 - 8 and min_size wrapped). */
+	strcpy(text, real_format);
+	p = strstr(text, "address;\toffset:8;");
+	memcpy(p + strlen("address;\toffset:"), "-8", 2);
+	memmove(p + strlen("address;\toffset:-8"),
+		p + strlen("address;\toffset:8;") - 1,
+		strlen(p + strlen("address;\toffset:8;") - 1) + 1);
+	ok(cm_fault_format_parse(text, &f, &err) == -1 && errno == EBADMSG &&
+	   strstr(err.text, "address"), "address at offset -8: refused (%s)",
+	   err.text);
+	strcpy(text, real_format);
+	p = strstr(text, "ip;\toffset:16;");
+	memcpy(p + strlen("ip;\toffset:"), "99", 2);
+	ok(cm_fault_format_parse(text, &f, &err) == 0 && f.ip_off == 99 &&
+	   f.min_size == 107, "ip moved to 99: min size 107");
+	ok(cm_fault_format_parse("field:unsigned long address;\toffset:"
+				 "4294967288;\tsize:8;\n", &f, &err) == -1 &&
+	   errno == EBADMSG, "offset 2^32 - 8: refused (%s)", err.text);
 	ok(cm_fault_format_parse("", &f, &err) == -1 && errno == EBADMSG,
 	   "empty format: refused");
 	ok(cm_fault_format_parse(NULL, &f, &err) == -1 && errno == EINVAL,
