@@ -55,7 +55,8 @@ service_commap_service_SOURCES = $(SERVICE_CORE) \
 	service/svc_http.h service/svc_http.c \
 	service/svc_web.h service/svc_web.c \
 	service/svc_models.h service/svc_models.c service/svc_model_merge.c \
-	service/svc_model_worker.c
+	service/svc_model_worker.c \
+	service/svc_retention.h service/svc_retention.c
 nodist_service_commap_service_SOURCES = service/sql_migrations.c
 service_commap_service_CFLAGS = $(SERVICE_CFLAGS) $(MHD_CFLAGS) \
 	$(SQLITE_CFLAGS) $(MUNGE_CFLAGS) -pthread
@@ -69,7 +70,7 @@ SERVICE_DB_TESTS = tests/service/test_svc_db.t
 check_PROGRAMS += $(SERVICE_DB_TESTS)
 TESTS += $(SERVICE_DB_TESTS)
 tests_service_test_svc_db_t_SOURCES = tests/service/test_svc_db.c \
-	service/svc_db.c service/result_validate.c
+	service/svc_db.c service/result_validate.c service/svc_retention.c
 nodist_tests_service_test_svc_db_t_SOURCES = service/sql_migrations.c
 tests_service_test_svc_db_t_CFLAGS = $(SERVICE_TEST_CFLAGS) \
 	$(SQLITE_CFLAGS) -pthread
@@ -82,7 +83,8 @@ SERVICE_INTEGRATION_TESTS = \
 	tests/service/t0610-service-kill.sh \
 	tests/service/t0620-web.sh \
 	tests/service/t0630-chromium.sh \
-	tests/service/t0660-models.sh
+	tests/service/t0660-models.sh \
+	tests/service/t0670-retention.sh
 TESTS += $(SERVICE_INTEGRATION_TESTS)
 
 # Benchmark (built by make check, run by hand: docs/PERFORMANCE.md,
@@ -99,7 +101,7 @@ EXTRA_DIST += tests/service/t0600-service-api.sh \
 	tests/service/upload-stream.py \
 	tests/service/t0620-web.sh tests/service/t0630-chromium.sh \
 	tests/service/web-check.py tests/bench/service/run-service.sh \
-	tests/service/t0660-models.sh
+	tests/service/t0660-models.sh tests/service/t0670-retention.sh
 
 # Fuzz target for the upload parser (tests/fuzz/standalone_driver.c runs it
 # over tests/fuzz/corpus/result_upload/ plus mutations in make check;

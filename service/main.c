@@ -151,7 +151,7 @@ static int serve(const struct svc_config *c, struct cm_error *err)
 				err);
 	if (!pool)
 		goto out;
-	models = svc_model_worker_start(pool, err);
+	models = svc_model_worker_start(pool, c->retention_days, err);
 	if (!models)
 		goto out;
 	http = svc_http_start(c, pool, auth, err);

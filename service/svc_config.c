@@ -38,6 +38,7 @@ void svc_config_defaults(struct svc_config *c)
 	c->threads = 4;
 	c->max_connections = 256;
 	c->timeout_s = 30;
+	c->retention_days = 0;
 	c->sync_full = 0;
 	c->web_auth = SVC_WEB_AUTH_MUNGE;
 	strcpy(c->web_user_header, "X-Remote-User");
@@ -288,6 +289,7 @@ static const char *const config_keys[] = {
 	"listen", "database", "admins", "writers", "slurm_user",
 	"munge_socket", "max_body", "log_level", "threads",
 	"max_connections", "timeout", "sync", "web_auth", "web_user_header",
+	"retention_days",
 };
 #define N_CONFIG_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 
@@ -349,6 +351,8 @@ int svc_config_set(struct svc_config *c, const char *key, const char *value,
 		return set_header_name(c->web_user_header,
 				       sizeof(c->web_user_header), key, value,
 				       err);
+	case 14:
+		return set_uint(&c->retention_days, key, value, 0, 36500, err);
 	}
 	return cm_errorf(err, EINVAL, "%s: unknown key", key);
 }

@@ -55,6 +55,9 @@ struct svc_config {
 	 * carries no munge credential. */
 	enum svc_web_auth web_auth;
 	char web_user_header[64];	/* set by a reverse proxy */
+	/* Results of steps started more than this many days ago are
+	 * deleted (svc_retention.h); 0 keeps them forever. */
+	unsigned retention_days;
 };
 
 /* Fill every field with its default (docs/service.md). */

@@ -19,6 +19,13 @@ static atomic_ullong requests_by_code[600];
 static atomic_ullong latency_bucket[N_BOUNDS + 1];	/* last: +Inf */
 static atomic_ullong latency_sum_us;
 static atomic_ullong model_updates, model_errors, model_skipped;
+static atomic_ullong results_pruned;
+
+void svc_metrics_pruned(long long n)
+{
+	if (n > 0)
+		atomic_fetch_add(&results_pruned, (unsigned long long)n);
+}
 
 void svc_metrics_model(int outcome)
 {
@@ -82,6 +89,10 @@ char *svc_metrics_render(const char *db_path, size_t *len)
 		"commap_model_skipped_total %llu\n",
 		atomic_load(&model_updates), atomic_load(&model_errors),
 		atomic_load(&model_skipped));
+	fprintf(f, "# HELP commap_results_pruned_total Results deleted by the retention (retention_days).\n"
+		"# TYPE commap_results_pruned_total counter\n"
+		"commap_results_pruned_total %llu\n",
+		atomic_load(&results_pruned));
 	fprintf(f, "# HELP commap_http_requests_total Requests by status code.\n"
 		"# TYPE commap_http_requests_total counter\n");
 	for (i = 100; i < 600; i++) {

@@ -14,6 +14,9 @@ void svc_metrics_request(unsigned status, double seconds, int is_upload);
  * the upload path (svc_models_fold_pending: the worker or a model read). */
 void svc_metrics_model(int outcome);
 
+/* Record one retention prune that deleted n results (svc_retention.h). */
+void svc_metrics_pruned(long long n);
+
 /* The exposition text (malloc'd, NUL terminated) with the database size
  * read now from db_path (and its -wal file). */
 char *svc_metrics_render(const char *db_path, size_t *len);

@@ -9,7 +9,11 @@
  * batch), then folds until the queue is empty.  It also sweeps the queue
  * every second, which resumes what a previous run of the service left
  * pending.  Stopping finishes the batch in progress; the rest stays
- * queued in the database. */
+ * queued in the database.
+ *
+ * It is the service's one background thread, so it also does the other
+ * maintenance off the request path: WAL checkpoints, and the retention
+ * prune (svc_retention.h) after its first fold and then every hour. */
 #define _GNU_SOURCE		/* pthread_setname_np */
 #include <errno.h>
 #include <pthread.h>
@@ -21,7 +25,9 @@
 
 #include "svc_db.h"
 #include "svc_log.h"
+#include "svc_metrics.h"
 #include "svc_models.h"
+#include "svc_retention.h"
 
 /* Results folded per transaction: bounds how long a model read waits for
  * the worker (~0.3 ms of CPU per 256-thread run, 25 KB) and the work a
@@ -43,6 +49,8 @@
 
 struct svc_model_worker {
 	struct svc_db_pool *pool;
+	unsigned retention_days;	/* 0: keep results forever */
+	struct timespec next_prune;	/* CLOCK_MONOTONIC; 0: at once */
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;	/* CLOCK_MONOTONIC */
@@ -92,27 +100,70 @@ static int wait_locked(struct svc_model_worker *w, long ms, int until_kicked)
 	return !w->stop;
 }
 
+static int stopping(struct svc_model_worker *w)
+{
+	int stop;
+
+	pthread_mutex_lock(&w->lock);
+	stop = w->stop;
+	pthread_mutex_unlock(&w->lock);
+	return stop;
+}
+
 /* Fold batches until the queue is empty, a stop, or an error (-1). */
 static int drain(struct svc_model_worker *w)
 {
 	struct cm_error e = { "" };
 	struct svc_db *db = svc_db_pool_get(w->pool);
-	int n, stop;
+	int n;
 
 	do {
 		n = svc_models_fold_pending(db, -1, NULL, BATCH, &e);
 		/* Uploads do not checkpoint the WAL (svc_db.c): do it here,
 		 * off their path, outside any write transaction. */
 		svc_db_pool_checkpoint(w->pool, db);
-		pthread_mutex_lock(&w->lock);
-		stop = w->stop;
-		pthread_mutex_unlock(&w->lock);
-	} while (n == BATCH && !stop);
+	} while (n == BATCH && !stopping(w));
 	svc_db_pool_put(w->pool, db);
 	if (n < 0)
 		svc_log(SVC_LOG_ERROR, "model worker: %s (retrying in %d ms)",
 			e.text, BACKOFF_MS);
 	return n < 0 ? -1 : 0;
+}
+
+/* Delete the results older than the retention, a batch per transaction,
+ * when the hour since the last prune is up.  A failure is logged and
+ * retried at the next hour: retention is never urgent. */
+static void prune_if_due(struct svc_model_worker *w)
+{
+	struct cm_error e = { "" };
+	struct timespec now;
+	struct svc_db *db;
+	long long n = 0, total = 0;
+	char cutoff[21];
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (!w->retention_days || now.tv_sec < w->next_prune.tv_sec)
+		return;
+	w->next_prune.tv_sec = now.tv_sec + SVC_RETENTION_INTERVAL_S;
+	if (svc_retention_cutoff(w->retention_days, time(NULL), cutoff) < 0)
+		return;
+	db = svc_db_pool_get(w->pool);
+	do {
+		n = svc_retention_prune(db, cutoff, SVC_RETENTION_BATCH, &e);
+		if (n > 0)
+			total += n;
+	} while (n == SVC_RETENTION_BATCH && !stopping(w));
+	if (total > 0)
+		svc_db_pool_checkpoint(w->pool, db);
+	svc_db_pool_put(w->pool, db);
+	if (n < 0)
+		svc_log(SVC_LOG_ERROR, "retention: %s (retrying in an hour)",
+			e.text);
+	svc_metrics_pruned(total);
+	if (total > 0)
+		svc_log(SVC_LOG_INFO, "retention: deleted %lld result%s of "
+			"steps started before %s (retention_days = %u)", total,
+			total == 1 ? "" : "s", cutoff, w->retention_days);
 }
 
 static void *worker_main(void *arg)
@@ -133,6 +184,8 @@ static void *worker_main(void *arg)
 		w->kicked = 0;
 		pthread_mutex_unlock(&w->lock);
 		failed = drain(w) < 0;
+		if (!failed)
+			prune_if_due(w);
 		pthread_mutex_lock(&w->lock);
 	}
 	pthread_mutex_unlock(&w->lock);
@@ -147,6 +200,7 @@ static void worker_free(struct svc_model_worker *w)
 }
 
 struct svc_model_worker *svc_model_worker_start(struct svc_db_pool *pool,
+						unsigned retention_days,
 						struct cm_error *err)
 {
 	struct svc_model_worker *w = calloc(1, sizeof(*w));
@@ -160,6 +214,7 @@ struct svc_model_worker *svc_model_worker_start(struct svc_db_pool *pool,
 		return NULL;
 	}
 	w->pool = pool;
+	w->retention_days = retention_days;
 	w->kicked = 1;		/* resume what the last run left pending */
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_condattr_init(&ca);

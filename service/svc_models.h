@@ -139,8 +139,10 @@ struct svc_model_worker;
 /* Start the thread that folds pending results: it resumes whatever is
  * pending at once, then wakes on svc_model_worker_notify (after a short
  * delay that lets a batch gather) or every second.  It borrows a
- * connection of pool per batch. */
+ * connection of pool per batch.  With retention_days > 0 it also deletes
+ * older results (svc_retention.h) after its first fold and every hour. */
 struct svc_model_worker *svc_model_worker_start(struct svc_db_pool *pool,
+						unsigned retention_days,
 						struct cm_error *err);
 /* Stop and join it: a batch in progress is finished (committed), the
  * rest stays pending for the next start.  NULL is accepted. */

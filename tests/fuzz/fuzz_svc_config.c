@@ -40,6 +40,7 @@ static void check_config(const struct svc_config *c)
 	fuzz_require(c->web_auth <= SVC_WEB_AUTH_NONE, "web auth");
 	fuzz_require(c->threads >= 1 && c->max_connections >= 1,
 		     "threads and connections");
+	fuzz_require(c->retention_days <= 36500, "retention up to 100 years");
 	check_names(&c->admins);
 	check_names(&c->writers);
 }
@@ -70,6 +71,7 @@ static int same_config(const struct svc_config *a, const struct svc_config *b)
 	       a->max_connections == b->max_connections &&
 	       a->timeout_s == b->timeout_s && a->sync_full == b->sync_full &&
 	       a->web_auth == b->web_auth &&
+	       a->retention_days == b->retention_days &&
 	       strcmp(a->web_user_header, b->web_user_header) == 0;
 }
 

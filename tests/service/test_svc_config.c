@@ -43,6 +43,9 @@ static const struct bad_case bad_cases[] = {
 	{ "threads = 4 4\n", "threads:" },
 	{ "max_connections = 1e3\n", "max_connections:" },
 	{ "timeout = \n", "timeout:" },
+	{ "retention_days = -1\n", "retention_days:" },
+	{ "retention_days = 36501\n", "retention_days: '36501' is not an integer in [0, 36500]" },
+	{ "retention_days = 30d\n", "retention_days:" },
 	{ "sync = fast\n", "sync: 'fast' is not 'normal' or 'full'" },
 	{ "munge_socket = run/munge\n", "munge_socket: 'run/munge' is not an absolute path" },
 	{ "slurm_user = sl urm\n", "slurm_user:" },
@@ -58,6 +61,7 @@ static void test_defaults(void)
 	is_str(c.listen_host, "127.0.0.1", "default listen address");
 	is_int(c.listen_port, 7733, "default port 7733");
 	is_int(c.max_body, 16 << 20, "default max_body 16 MiB");
+	is_int(c.retention_days, 0, "default retention: keep forever");
 	is_str(c.slurm_user, "slurm", "default slurm_user");
 	is_int(c.log_level, SVC_LOG_INFO, "default log_level info");
 	is_int(c.admins.n + c.writers.n, 0, "no admins or writers by default");
@@ -81,6 +85,7 @@ static void test_full_file(void)
 		"threads = 8\n"
 		"max_connections = 1000\n"
 		"timeout = 5\n"
+		"retention_days = 180\n"
 		"sync = full";		/* no final newline */
 	struct svc_config c;
 	struct cm_error e = { "" };
@@ -101,6 +106,7 @@ static void test_full_file(void)
 	is_int(c.threads, 8, "threads");
 	is_int(c.max_connections, 1000, "max_connections");
 	is_int(c.timeout_s, 5, "timeout");
+	is_int(c.retention_days, 180, "retention_days");
 	is_int(c.sync_full, 1, "sync full");
 }
 

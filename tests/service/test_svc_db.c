@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 
 #include "svc_db.h"
+#include "svc_retention.h"
 #include "tap.h"
 
 static char dir[] = "/tmp/commap-svc-db-XXXXXX";
@@ -574,6 +575,89 @@ static void test_group_commit(void)
 	unlink(gpath);
 }
 
+
+static long long count_rows(struct svc_db *db, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	long long n = -1;
+
+	if (sqlite3_prepare_v2(svc_db_conn(db), sql, -1, &st, NULL) ==
+	    SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return n;
+}
+
+/* Retention: the cutoff date, and a prune that deletes only results
+ * started before it, oldest first, a batch at a time, never one still
+ * queued for its model. */
+static void test_retention(void)
+{
+	static const char *starts[] = {
+		"2020-01-01T00:00:00Z", "2020-06-01T00:00:00Z",
+		"2021-01-01T00:00:00Z", "2024-12-31T23:59:59Z",
+		"2025-01-01T00:00:00Z", "2029-01-01T00:00:00Z",
+	};
+	char p[300], cut[21];
+	struct cm_error e = { "" };
+	struct svc_db *db;
+	int64_t row;
+
+	ok(svc_retention_cutoff(30, 86400 * 365, cut) == 0 &&
+	   strcmp(cut, "1970-12-02T00:00:00Z") == 0,
+	   "cutoff 30 days before 1971-01-01: %s", cut);
+	ok(svc_retention_cutoff(1, 1764115200 + 3723, cut) == 0 &&
+	   strcmp(cut, "2025-11-25T01:02:03Z") == 0,
+	   "cutoff keeps the time of day: %s", cut);
+	ok(svc_retention_cutoff(0, 86400, cut) == -1 && errno == EINVAL,
+	   "0 days is no retention: EINVAL");
+	ok(svc_retention_cutoff(2, 86400, cut) == -1 && errno == EINVAL,
+	   "a cutoff before 1970: EINVAL");
+
+	snprintf(p, sizeof(p), "%s/retention.db", dir);
+	db = svc_db_open(p, 0, &e);
+	if (!ok(db != NULL, "a database for retention (%s)", e.text))
+		return;
+	for (size_t i = 0; i < sizeof(starts) / sizeof(starts[0]); i++) {
+		json_t *d = make_result(80 + (long long)i, 0, "n1", 1000, "u",
+					"/bin/app", starts[i], 1);
+
+		store(db, d, NULL, &row);
+		json_decref(d);
+	}
+	/* make_result has no exe_hash: nothing is queued.  Queue the
+	 * oldest by hand, as an upload with an exe_hash would. */
+	ok(sqlite3_exec(svc_db_conn(db), "INSERT INTO model_queue "
+			"(result_id, uid, exe_hash) SELECT id, uid, 'sha256:0' "
+			"FROM results WHERE job = 80", NULL, NULL, NULL) ==
+	   SQLITE_OK, "the oldest result is queued for its model");
+
+	ok(svc_retention_prune(db, "2025-01-01T00:00:00Z", 2, &e) == 2,
+	   "a batch of 2 deletes 2 (%s)", e.text);
+	is_int(count_rows(db, "SELECT COUNT(*) FROM results WHERE job IN "
+			  "(81, 82)"), 0, "  the two oldest not queued");
+	is_int(svc_retention_prune(db, "2025-01-01T00:00:00Z", 500, &e), 1,
+	       "the next prune deletes the last one before the cutoff");
+	is_int(count_rows(db, "SELECT COUNT(*) FROM results WHERE job = 83"),
+	       0, "  (started 2024-12-31T23:59:59Z)");
+	is_int(svc_retention_prune(db, "2025-01-01T00:00:00Z", 500, &e), 0,
+	       "then nothing is left to delete");
+	is_int(count_rows(db, "SELECT COUNT(*) FROM results"), 3,
+	       "kept: the queued one and the two from the cutoff on");
+	is_int(count_rows(db, "SELECT COUNT(*) FROM results WHERE job = 80"),
+	       1, "  the result queued for its model is kept");
+	sqlite3_exec(svc_db_conn(db), "DELETE FROM model_queue", NULL, NULL,
+		     NULL);
+	is_int(svc_retention_prune(db, "2025-01-01T00:00:00Z", 500, &e), 1,
+	       "once folded, it goes too");
+	is_int(count_rows(db, "SELECT COUNT(*) FROM results"), 2,
+	       "2 results left (2025-01-01 and 2029-01-01)");
+	ok(svc_retention_prune(db, NULL, 500, &e) == -1 && errno == EINVAL,
+	   "no cutoff: EINVAL");
+	svc_db_close(db);
+	unlink(p);
+}
+
 int main(void)
 {
 	struct cm_error e = { "" };
@@ -605,6 +689,7 @@ int main(void)
 	test_job_list();
 	test_migrate_old();
 	test_group_commit();
+	test_retention();
 
 	unlink(path);
 	{
