@@ -445,6 +445,18 @@ static void print_mapping(const json_t *doc)
 	fprintf(stderr, "%s\n", any ? "" : " none (nothing pinned)");
 }
 
+/* Pins that placed a thread for the first time ("from": -1); the others
+ * moved a placed thread: the migrations. */
+static size_t count_first_pins(const json_t *migrations)
+{
+	size_t i, k = 0;
+	json_t *e;
+
+	json_array_foreach(migrations, i, e)
+		k += json_integer_value(json_object_get(e, "from")) < 0;
+	return k;
+}
+
 static void print_summary(const char *path, double wall_s)
 {
 	json_error_t jerr;
@@ -471,9 +483,12 @@ static void print_summary(const char *path, double wall_s)
 		", dry run (not pinned)" : "");
 	print_pairs(json_object_get(doc, "edges"));
 	print_mapping(doc);
-	fprintf(stderr, "commap: %zu migrations, %zu mappings; agent CPU "
-		"%.3f s (%.2f%% of %.2f s wall)\n",
-		json_array_size(json_object_get(doc, "migrations")),
+	fprintf(stderr, "commap: %zu pins (%zu first placements, %zu "
+		"migrations), %zu mappings; agent CPU %.3f s (%.2f%% of %.2f s "
+		"wall)\n", json_array_size(json_object_get(doc, "migrations")),
+		count_first_pins(json_object_get(doc, "migrations")),
+		json_array_size(json_object_get(doc, "migrations")) -
+		count_first_pins(json_object_get(doc, "migrations")),
 		json_array_size(json_object_get(doc, "timeline")), cpu,
 		wall_s > 0 ? 100.0 * cpu / wall_s : 0.0, wall_s);
 	w = json_object_get(doc, "warnings");

@@ -68,8 +68,12 @@ struct cm_report {
 	double max_weight;	/* largest entry, 0 for no edges */
 	double total_weight;	/* sum over i < j */
 	int nedges;
+	/* Every pin of a thread: first placements (from -1) and moves. */
 	int nmigrations;
 	struct cm_report_migration *migrations;	/* sorted by t */
+	/* The pins that moved a thread already placed: what the reports
+	 * call migrations.  First placements are nmigrations - nmoves. */
+	int nmoves;
 	int nsteps;
 	struct cm_report_step *timeline;
 	double duration_s;	/* ended_at - started_at, -1 if unknown */

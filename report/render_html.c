@@ -209,9 +209,11 @@ static void identity_table(FILE *out, const struct cm_report *r,
 	kv_json(out, "ranks", json_object_get(id, "ranks"));
 	fprintf(out, "<tr><th>threads</th><td>%d</td></tr>\n"
 		"<tr><th>communicating pairs</th><td>%d</td></tr>\n"
+		"<tr><th>pins</th><td>%d (%d first placements)</td></tr>\n"
 		"<tr><th>migrations</th><td>%d</td></tr>\n"
 		"<tr><th>mappings applied</th><td>%d</td></tr>\n",
-		r->nthreads, r->nedges, r->nmigrations, r->nsteps);
+		r->nthreads, r->nedges, r->nmigrations,
+		r->nmigrations - r->nmoves, r->nmoves, r->nsteps);
 	if (r->nsteps && r->timeline[r->nsteps - 1].cost >= 0) {
 		fputs("<tr><th>final cost</th><td>", out);
 		rd_number(out, r->timeline[r->nsteps - 1].cost);

@@ -202,16 +202,18 @@ int rd_migrations(FILE *out, const struct cm_report *r,
 		return -1;
 	bottom = lanes_top + (l.n ? l.n : 1) * LANE_H;
 	snprintf(title, sizeof(title), "Migrations over time: %d moves, "
-		 "%d mappings applied", r->nmigrations, r->nsteps);
+		 "%d first placements, %d mappings applied", r->nmoves,
+		 r->nmigrations - r->nmoves, r->nsteps);
 	rd_svg_open(out, "migrations", suffix, standalone,
 		    LEFT + PLOT_W + 24, bottom + 48, title);
-	fprintf(out, "<text x=\"%d\" y=\"14\">%d migration%s, %d mapping%s "
-		"applied</text>\n", LEFT, r->nmigrations,
-		r->nmigrations == 1 ? "" : "s", r->nsteps,
+	fprintf(out, "<text x=\"%d\" y=\"14\">%d migration%s, %d first "
+		"placement%s, %d mapping%s applied</text>\n", LEFT, r->nmoves,
+		r->nmoves == 1 ? "" : "s", r->nmigrations - r->nmoves,
+		r->nmigrations - r->nmoves == 1 ? "" : "s", r->nsteps,
 		r->nsteps == 1 ? "" : "s");
 	cost_plot(out, r, span);
 	timeline_lines(out, r, span, bottom);
-	if (r->nmigrations == 0)
+	if (r->nmoves == 0)
 		fprintf(out, "<text class=\"none\" x=\"%d\" y=\"%.0f\" "
 			"fill=\"#555\">no thread migrated</text>\n", LEFT + 8,
 			lanes_top + LANE_H);

@@ -246,6 +246,7 @@ static int parse_migrations(struct cm_report *r, const json_t *arr,
 		m->from = (int)obj_int(o, "from", -1);
 		m->to = (int)obj_int(o, "to", -1);
 		r->nmigrations++;
+		r->nmoves += m->from >= 0;
 	}
 	qsort(r->migrations, (size_t)r->nmigrations, sizeof(*r->migrations),
 	      cmp_migration);

@@ -309,6 +309,20 @@ static void test_migrations(void)
 	ok(strstr(buf, "no thread migrated") != NULL, "no migrations: said");
 	free(buf);
 	cm_report_free(r);
+	/* First placements (from -1) are pins, not migrations. */
+	json_object_set_new((json_t *)doc, "migrations", json_pack(
+		"[{s:f, s:i, s:i, s:i}, {s:f, s:i, s:i, s:i}]",
+		"t", 0.1, "thread", 0, "from", -1, "to", 0,
+		"t", 0.1, "thread", 1, "from", -1, "to", 1));
+	cm_report_parse(&r, doc, NULL);
+	is_int(r->nmigrations, 2, "two pins");
+	is_int(r->nmoves, 0, "  neither a migration");
+	RENDER(buf, cm_render_migrations_svg(f_, r, NULL, 1, NULL));
+	ok(strstr(buf, "0 migrations, 2 first placements") != NULL &&
+	   strstr(buf, "no thread migrated") != NULL,
+	   "first placements only: 0 migrations, no thread migrated");
+	free(buf);
+	cm_report_free(r);
 	json_decref(doc);
 }
 

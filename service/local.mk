@@ -4,7 +4,8 @@
 # the binary by service/embed-sql.sh.  The config parser and the result
 # validator are pure and unit-tested (and fuzzed) always.
 SERVICE_SQL = sql/0001_init.sql sql/0002_models.sql sql/0003_jobs_index.sql \
-	sql/0004_model_queue.sql sql/0005_upload_indexes.sql
+	sql/0004_model_queue.sql sql/0005_upload_indexes.sql \
+	sql/0006_migrations_are_moves.sql
 EXTRA_DIST += $(SERVICE_SQL) service/embed-sql.sh docs/service.md
 SERVICE_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) -I$(top_srcdir)/service \
 	-I$(top_builddir)/service

@@ -1131,11 +1131,14 @@ static int validate_timeline(const struct jv *doc,
 	return 0;
 }
 
+/* One pin; *moved says whether it moved a thread already placed (from
+ * >= 0) rather than placing it for the first time (from -1). */
 static int validate_migration(const struct jv *m, size_t k, size_t n,
-			      struct cm_error *err)
+			      int *moved, struct cm_error *err)
 {
 	const char *P = "migrations";
 	const struct jv *t;
+	int64_t from;
 
 	if (!jv_is(m, JV_OBJECT))
 		return field_error(err, FPI(P, k, NULL), "expected an object");
@@ -1147,10 +1150,11 @@ static int validate_migration(const struct jv *m, size_t k, size_t n,
 	if (field_int(m, FPI(P, k, "thread"), 0, (int64_t)n - 1, NULL,
 		      err) < 0 ||
 	    field_int(m, FPI(P, k, "from"), -1, SVC_RESULT_THREADS_MAX * 64LL,
-		      NULL, err) < 0 ||
+		      &from, err) < 0 ||
 	    field_int(m, FPI(P, k, "to"), 0, SVC_RESULT_THREADS_MAX * 64LL,
 		      NULL, err) < 0)
 		return -1;
+	*moved = from >= 0;
 	return 0;
 }
 
@@ -1160,14 +1164,17 @@ static int validate_migrations(const struct jv *doc,
 {
 	const struct jv *a = field_array(doc, "migrations",
 					 SVC_RESULT_LIST_MAX, err), *m;
-	size_t k = 0;
+	size_t k = 0, moves = 0;
+	int moved = 0;
 
 	if (!a)
 		return -1;
-	for (m = jv_first(a); m; m = m->next, k++)
-		if (validate_migration(m, k, id->n_threads, err) < 0)
+	for (m = jv_first(a); m; m = m->next, k++) {
+		if (validate_migration(m, k, id->n_threads, &moved, err) < 0)
 			return -1;
-	id->n_migrations = jv_size(a);
+		moves += (size_t)moved;
+	}
+	id->n_migrations = moves;
 	return 0;
 }
 

@@ -46,7 +46,7 @@ struct svc_result_ident {
 	size_t n_threads;	/* entries in threads[] */
 	size_t n_edges;
 	size_t n_timeline;
-	size_t n_migrations;
+	size_t n_migrations;	/* moves of placed threads (from >= 0) */
 	double final_cost;	/* cost of the last timeline entry, or -1 */
 };
 

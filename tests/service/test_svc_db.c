@@ -308,6 +308,17 @@ static void test_migrate_old(void)
 			   " '/a', 'a', 'off', '2020-01-01T00:00:00Z',"
 			   " '2020-01-01T00:00:01Z', 1, 1, 0, 0, 0, 'then',"
 			   " '{}')", NULL, NULL, &msg);
+	/* Before 0006, migrations counted first placements too. */
+	rc |= sqlite3_exec(raw, "INSERT INTO results (job, step, node, uid,"
+			   " user, executable, app, mode, started_at, ended_at,"
+			   " ranks, threads, edges, migrations, uploader_uid,"
+			   " received_at, document) VALUES (10, 0, 'n', 5, 'u',"
+			   " '/a', 'a', 'off', '2020-01-02T00:00:00Z',"
+			   " '2020-01-02T00:00:01Z', 1, 2, 0, 3, 0, 'then',"
+			   " '{\"migrations\":[{\"from\":-1,\"t\":0.1,"
+			   "\"thread\":0,\"to\":0},{\"from\":-1,\"t\":0.1,"
+			   "\"thread\":1,\"to\":1},{\"from\":1,\"t\":2,"
+			   "\"thread\":1,\"to\":0}]}')", NULL, NULL, &msg);
 	ok(rc == SQLITE_OK, "an old database (schema 2) made (%s)",
 	   msg ? msg : "ok");
 	sqlite3_free(msg);
@@ -325,8 +336,12 @@ static void test_migrate_old(void)
 	   sqlite3_column_int(st, 0) == 1, "  the job list index exists");
 	sqlite3_finalize(st);
 	jobs = db ? list(db, -1, 10) : NULL;
-	is_int(json_array_size(jobs), 1, "  and the old result is listed");
-	is_int(job_at(jobs, 0, "job"), 9, "  as job 9");
+	is_int(json_array_size(jobs), 2, "  and the old results are listed");
+	is_int(job_at(jobs, 1, "job"), 9, "  as jobs 9");
+	is_int(job_at(jobs, 0, "job"), 10, "  and 10");
+	is_int(job_at(jobs, 0, "migrations"), 1,
+	       "  job 10 recounted: 1 migration, its 2 first placements not");
+	is_int(job_at(jobs, 1, "migrations"), 0, "  job 9: none");
 	list(NULL, 0, 0);
 	svc_db_close(db);
 	unlink(p);
