@@ -85,9 +85,12 @@ void cmd_jobs_help(FILE *f)
 void cmd_apps_help(FILE *f)
 {
 	fputs("usage: commap apps [--limit N] [--format text|json] "
-	      "[--service URL]\n\n"
+	      "[--service URL]\n"
+	      "       commap apps forget MODEL_ID [--service URL]\n\n"
 	      "List the applications the service has results of, most "
-	      "recently run first.\n\n"
+	      "recently run first,\nand your learned models.  'forget' "
+	      "deletes a learned model (yours; an admin's\nany): the next "
+	      "run of that application starts dynamic and builds a new one.\n\n"
 	      "  --limit N          at most N applications (1..1000)\n"
 	      "  --format text|json text table (default) or the service's "
 	      "JSON\n", f);
@@ -179,7 +182,7 @@ static int remote_option(const char *cmd, int c, struct remote_args *a,
 	case 'h':
 		if (!strcmp(cmd, "jobs"))
 			cmd_jobs_help(stdout);
-		else if (!strcmp(cmd, "apps"))
+		else if (!strcmp(cmd, "apps") || !strcmp(cmd, "forget"))
 			cmd_apps_help(stdout);
 		else
 			cmd_report_help(stdout);
@@ -200,6 +203,8 @@ static int option_allowed(const char *cmd, int c)
 		       c == OPT_UNTIL || c == OPT_LIMIT;
 	if (!strcmp(cmd, "apps"))
 		return c == OPT_LIMIT;
+	if (!strcmp(cmd, "forget"))
+		return 0;
 	return c == OPT_STEP || c == OPT_NODE || c == OPT_OUTPUT ||
 	       c == OPT_COLOR;
 }
@@ -225,6 +230,12 @@ static int remote_parse(const char *cmd, int argc, char *argv[],
 	if (!strcmp(cmd, "report")) {
 		if (optind >= argc)
 			return cli_usage_error(cmd, "a JOBID is required");
+		a->id = argv[optind++];
+	}
+	if (!strcmp(cmd, "forget")) {
+		if (optind >= argc)
+			return cli_usage_error("apps", "forget: a MODEL_ID is "
+					       "required");
 		a->id = argv[optind++];
 	}
 	return cli_no_operands(cmd, argc, argv, optind);
@@ -453,8 +464,53 @@ int cmd_jobs(int argc, char *argv[])
 	return run_list("jobs", argc, argv, 1);
 }
 
+/* commap apps forget MODEL_ID: DELETE /v1/models/ID. */
+static int forget_model(int argc, char *argv[])
+{
+	struct remote_args a = { .service = NULL };
+	struct remote_answer ans = { 0 };
+	char *base = NULL, *path = NULL, what[64];
+	json_t *j;
+	int rv;
+
+	rv = remote_parse("forget", argc, argv, &a);
+	if (rv)
+		return rv < 0 ? CLI_EXIT_OK : rv;
+	if (strspn(a.id, "0123456789") != strlen(a.id) || !a.id[0] ||
+	    strlen(a.id) > 18)
+		return cli_usage_error("apps", "forget: '%s' is not a model id "
+				       "(the number after 'model' in 'commap apps')",
+				       a.id);
+	base = remote_service_url(a.service);
+	if (!base)
+		return CLI_EXIT_RUNTIME;
+	snprintf(what, sizeof(what), "model %s", a.id);
+	rv = CLI_EXIT_RUNTIME;
+	if (asprintf(&path, "/v1/models/%s", a.id) < 0)
+		path = NULL;
+	if (path && remote_request(base, "DELETE", path, &ans) == 0) {
+		if (ans.code != 200) {
+			rv = remote_http_error(base, what, &ans);
+		} else {
+			j = json_loadb(ans.body, ans.len, 0, NULL);
+			printf("forgot model %s (%lld run%s); the next run "
+			       "starts without it\n", a.id,
+			       int_or(j, "runs", 0),
+			       int_or(j, "runs", 0) == 1 ? "" : "s");
+			json_decref(j);
+			rv = CLI_EXIT_OK;
+		}
+	}
+	remote_answer_free(&ans);
+	free(path);
+	free(base);
+	return rv;
+}
+
 int cmd_apps(int argc, char *argv[])
 {
+	if (argc > 1 && !strcmp(argv[1], "forget"))
+		return forget_model(argc - 1, argv + 1);
 	return run_list("apps", argc, argv, 0);
 }
 

@@ -29,6 +29,9 @@ struct remote_answer {
  * unreachable naming the URL, munge failure, built without libcurl or
  * libmunge). */
 int remote_get(const char *base, const char *path, struct remote_answer *ans);
+/* The same with another method ("DELETE"). */
+int remote_request(const char *base, const char *method, const char *path,
+		   struct remote_answer *ans);
 void remote_answer_free(struct remote_answer *ans);
 
 /* Print the error for a non-2xx answer ("what" names the object, e.g.

@@ -200,6 +200,12 @@ static int perform(CURL *c, const char *url, struct remote_answer *ans)
 
 int remote_get(const char *base, const char *path, struct remote_answer *ans)
 {
+	return remote_request(base, "GET", path, ans);
+}
+
+int remote_request(const char *base, const char *method, const char *path,
+		   struct remote_answer *ans)
+{
 	size_t bl = strlen(base);
 	char *url = NULL, *cred = NULL, *hline = NULL;
 	struct curl_slist *hdr = NULL;
@@ -225,6 +231,8 @@ int remote_get(const char *base, const char *path, struct remote_answer *ans)
 		goto out;
 	}
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+	if (strcmp(method, "GET") != 0)
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	rv = perform(c, url, ans);
 out:
 	if (rv)
@@ -247,6 +255,13 @@ char *remote_escape(const char *s)
 
 int remote_get(const char *base, const char *path, struct remote_answer *ans)
 {
+	return remote_request(base, "GET", path, ans);
+}
+
+int remote_request(const char *base, const char *method, const char *path,
+		   struct remote_answer *ans)
+{
+	(void)method, (void)path;
 	memset(ans, 0, sizeof(*ans));
 	cli_error("this commap was built without libcurl or libmunge "
 		  "(libcurl4-openssl-dev, libmunge-dev): it cannot talk to "

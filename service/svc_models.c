@@ -888,6 +888,91 @@ static void list(const struct svc_api *api, const struct svc_api_request *rq,
 		failure(rs, &e);
 }
 
+struct delete_args {
+	int64_t id;
+	int deleted;
+};
+
+static int delete_txn(sqlite3 *conn, void *arg, struct cm_error *err)
+{
+	struct delete_args *a = arg;
+	sqlite3_stmt *st = prepare(conn, "DELETE FROM models WHERE id = ?1",
+				   err);
+	int rc;
+
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, a->id);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return sql_error(conn, err, "delete model");
+	a->deleted = sqlite3_changes(conn) > 0;
+	return 0;
+}
+
+int svc_models_delete(struct svc_db *db, int64_t id, struct cm_error *err)
+{
+	struct delete_args a = { id, 0 };
+
+	if (svc_db_write_txn(db, delete_txn, &a, err) < 0)
+		return -1;
+	return a.deleted;
+}
+
+/* DELETE /v1/models/{id}: the owner or an admin (not a writer: agents
+ * read models, they never drop them).  The model's pending runs are
+ * folded first, so that they do not bring it back at the next fold;
+ * runs uploaded afterwards start a new model. */
+static void delete_one(const struct svc_api *api,
+		       const struct svc_api_request *rq, const char *arg,
+		       struct svc_api_response *rs)
+{
+	static const char *const known[] = { NULL };
+	const struct svc_caller *c = rq->caller;
+	struct cm_error e = { "" };
+	struct svc_db *db;
+	long long id, uid, runs;
+	json_t *m;
+	int rc = -1;
+
+	if (svc_api_query_check(rq, known, rs) < 0)
+		return;
+	if (parse_int(arg, 1, 1LL << 62, &id) < 0) {
+		svc_api_error(rs, 400, "model: '%.32s' is not a model id", arg);
+		return;
+	}
+	db = svc_db_pool_get(api->pool);
+	m = svc_models_get(db, id, &e);
+	uid = m ? json_integer_value(json_object_get(m, "uid")) : -1;
+	if (m && (uid == (long long)c->uid || c->is_admin)) {
+		read_fold(db, uid, json_string_value(json_object_get(
+				       json_object_get(m, "key"), "exe_hash")));
+		rc = svc_models_delete(db, id, &e);
+	}
+	svc_db_pool_put(api->pool, db);
+	runs = m ? json_integer_value(json_object_get(m, "runs")) : 0;
+	if (!m && errno == ENOENT) {
+		svc_api_error(rs, 404, "model %lld: not found", id);
+	} else if (!m) {
+		failure(rs, &e);
+	} else if (uid != (long long)c->uid && !c->is_admin) {
+		svc_api_error(rs, 403, "model %lld: not yours", id);
+	} else if (rc < 0) {
+		failure(rs, &e);
+	} else if (rc == 0) {
+		svc_api_error(rs, 404, "model %lld: not found", id);
+	} else {
+		svc_log(SVC_LOG_INFO, "model %lld (%s, %lld runs) deleted by "
+			"uid %u", id, json_string_value(json_object_get(m,
+			"app")), runs, c->uid);
+		respond(rs, 200, json_pack("{s:I, s:I}", "deleted",
+					   (json_int_t)id, "runs",
+					   (json_int_t)runs));
+	}
+	json_decref(m);
+}
+
 static void get_one(const struct svc_api *api,
 		    const struct svc_api_request *rq, const char *arg,
 		    struct svc_api_response *rs)
@@ -936,10 +1021,14 @@ void svc_models_handle(const struct svc_api *api,
 		"app", "limit", NULL,
 	};
 
+	if (arg[0] == '/' && strcmp(rq->method, "DELETE") == 0) {
+		delete_one(api, rq, arg + 1, rs);
+		return;
+	}
 	if (strcmp(rq->method, "GET") != 0 && strcmp(rq->method, "HEAD") != 0) {
 		svc_api_error(rs, 405, "%s: method %s not allowed", rq->path,
 			      rq->method);
-		rs->allow = "GET, HEAD";
+		rs->allow = arg[0] == '/' ? "GET, HEAD, DELETE" : "GET, HEAD";
 		return;
 	}
 	if (arg[0] == '/') {

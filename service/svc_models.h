@@ -163,6 +163,11 @@ json_t *svc_models_find(struct svc_db *db, const struct svc_model_query *q,
 			struct cm_error *err);
 json_t *svc_models_get(struct svc_db *db, int64_t id, struct cm_error *err);
 
+/* Delete model id (a user forgetting a learned mapping).  1 deleted, 0
+ * no such model, -1 with errno and err.  The runs stay stored; a later
+ * run of the application starts a new model. */
+int svc_models_delete(struct svc_db *db, int64_t id, struct cm_error *err);
+
 /* {"models": [...]} newest first; owner_uid -1 for all; app NULL for any.
  * full != 0: whole documents, else summaries (no threads, edges,
  * last_mapping). */
@@ -170,8 +175,8 @@ json_t *svc_models_list(struct svc_db *db, int64_t owner_uid,
 			const char *app, int limit, int full,
 			struct cm_error *err);
 
-/* GET /v1/models and /v1/models/{id}; arg is what follows "/v1/models"
- * ("" or "/7"). */
+/* GET /v1/models and /v1/models/{id}, DELETE /v1/models/{id} (the
+ * owner or an admin); arg is what follows "/v1/models" ("" or "/7"). */
 void svc_models_handle(const struct svc_api *api,
 		       const struct svc_api_request *rq, const char *arg,
 		       struct svc_api_response *rs);

@@ -251,5 +251,46 @@ run runuser -u $A -- env COMMAP_SERVICE="$url" COMMAP_CONFIG= NO_COLOR= \
 	"$commap" report 6002
 ok "commap report says the run started from a model" sh -c 'printf "%s" "$1" | grep -q "model        started from model 1 (1 run), distance 0.200"' _ "$out"
 
+# Forgetting a model: the owner (or an admin), not another user; the
+# runs stay; the next run of the application starts a new model.
+model $B "exe_hash=$H" ranks=1 "argv_shape=pairs -n #"
+id_b=$(jq_py 'j["id"]')
+req $B DELETE /v1/models/$id_a
+is "B deleting A's model: 403" "$code" 403
+req $A DELETE /v1/models/$id_a?x=1
+is "  an unknown parameter: 400" "$code" 400
+req $A DELETE /v1/models
+is "DELETE on the model list: 405" "$code" 405
+run runuser -u $A -- env COMMAP_SERVICE="$url" COMMAP_CONFIG= NO_COLOR= \
+	"$commap" apps forget x7
+is "commap apps forget x7: usage error (exit 2)" "$status" 2
+ok "  naming the value" sh -c 'printf "%s" "$1" | grep -q "forget: .x7. is not a model id"' _ "$err"
+run runuser -u $A -- env COMMAP_SERVICE="$url" COMMAP_CONFIG= NO_COLOR= \
+	"$commap" apps forget "$id_a"
+is "commap apps forget: A forgets their model (exit 0)" "$status" 0
+ok "  saying how many runs it had" sh -c 'printf "%s" "$1" | grep -q "forgot model $2 (2 runs)"' _ "$out" "$id_a"
+req $A GET /v1/models/$id_a
+is "  the model is gone: 404" "$code" 404
+model $A "exe_hash=$H" ranks=1 "argv_shape=pairs -n #"
+is "  A has no model for the application any more: 404" "$code" 404
+req $A GET /v1/jobs/6002
+is "  A's runs are still stored" "$code" 200
+run runuser -u $A -- env COMMAP_SERVICE="$url" COMMAP_CONFIG= NO_COLOR= \
+	"$commap" apps forget "$id_a"
+is "forgetting it again: exit 1" "$status" 1
+ok "  model not found" sh -c 'printf "%s" "$1" | grep -q "not found"' _ "$err"
+req root POST /v1/results --data-binary @"$T/r1.json"
+is "  a re-sent old run is a duplicate, no model again" "$code" 200
+pairs_result "$T/r4.json" 6004 "$uid_a" $A 2026-11-22T20:00:00Z \
+	'[0,1,2,3]' '[[0,1,200.0],[2,3,100.0]]' '[3,2,1,0]'
+req root POST /v1/results --data-binary @"$T/r4.json"
+is "  a new run of the application: 201" "$code" 201
+[ "$code" = 201 ] || diag "$body"
+model $A "exe_hash=$H" ranks=1 "argv_shape=pairs -n #"
+is "  a new run starts a new model: 1 run" "$(jq_py 'j["runs"]')" 1
+req $C DELETE /v1/models/$id_b
+is "an admin forgets B's model: 200" "$code" 200
+is "  the answer names it" "$(jq_py 'j["deleted"]')" "$id_b"
+
 ok "the service stops cleanly" stop_service
 done_testing
