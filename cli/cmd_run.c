@@ -209,8 +209,9 @@ static int executable(const char *path)
 
 /* $COMMAP_AGENT; else, when this commap runs from a build tree, that
  * tree's agent (so tests never pick up an older installed one); else the
- * installed agent; else one next to this binary. */
-static int find_agent(char *out, size_t len)
+ * installed agent; else one next to this binary.  Also used by 'commap
+ * check' (commands.h). */
+int cli_find_agent(char *out, size_t len)
 {
 	const char *env = getenv("COMMAP_AGENT");
 	char self[PATH_MAX], *slash;
@@ -561,7 +562,7 @@ static int run_program(const struct run_opts *o)
 	pid_t child, agent = -1;
 	double t0;
 
-	if (find_agent(agent_path, sizeof(agent_path)) < 0) {
+	if (cli_find_agent(agent_path, sizeof(agent_path)) < 0) {
 		cli_error("run: the agent binary was not found (%s); the "
 			  "program runs without it", getenv("COMMAP_AGENT") ?
 			  getenv("COMMAP_AGENT") : "no build-tree or "

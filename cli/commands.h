@@ -25,4 +25,12 @@ void cmd_jobs_help(FILE *f);
 int cmd_apps(int argc, char *argv[]);
 void cmd_apps_help(FILE *f);
 
+int cmd_check(int argc, char *argv[]);
+void cmd_check_help(FILE *f);
+
+#ifdef COMMAP_HAVE_AGENT
+/* The node agent's path into out (cmd_run.c): 0, or -1 if none found. */
+int cli_find_agent(char *out, size_t len);
+#endif
+
 #endif

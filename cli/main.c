@@ -27,6 +27,8 @@ static const struct command commands[] = {
 	{ "jobs", "list jobs known to the service", cmd_jobs, cmd_jobs_help },
 	{ "apps", "list applications and their learned models", cmd_apps,
 	  cmd_apps_help },
+	{ "check", "what this node and the service allow commap to do",
+	  cmd_check, cmd_check_help },
 };
 #define NCOMMANDS ((int)(sizeof(commands) / sizeof(commands[0])))
 
@@ -58,7 +60,7 @@ static const struct command *find_command(const char *name)
 static int unknown_command(const char *name)
 {
 	cli_error("unknown command '%s' (commands: map, cost, matrix, run, "
-		  "report, jobs, apps; see 'commap --help')", name);
+		  "report, jobs, apps, check; see 'commap --help')", name);
 	return CLI_EXIT_USAGE;
 }
 

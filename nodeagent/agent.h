@@ -6,6 +6,7 @@
 #define COMMAP_AGENT_H
 
 #include <signal.h>
+#include <stdio.h>
 
 #include "agent_opts.h"
 #include "commap/error.h"
@@ -28,6 +29,10 @@ extern volatile sig_atomic_t agent_stop_requested;
  * written nor spooled.  Any failure to detect or pin is logged once and
  * the agent goes on tracking (the job is never harmed). */
 int agent_run(const struct cm_agent_opts *o, int argc, char *argv[]);
+
+/* commap-agent --check: probe what this node allows, one line per probe
+ * on out (agent_check.c).  0 when the sample or hw backend works, else 1. */
+int agent_check(FILE *out);
 
 /* A static mapping file (docs/agent.md): either a mapping, a JSON object
  * with "pu_of_thread": [OS PU, ...] (what `commap map --format json`

@@ -98,6 +98,7 @@ static void usage(FILE *f)
 	      "         [--topology SPEC | --topology-xml FILE] "
 	      "[--ready-fd FD]\n"
 	      "         [--alpha X] [--gain X] [--scan-ms N] [--verbose]\n"
+	      "       commap-agent --check     what this node allows\n"
 	      "See docs/agent.md.\n", f);
 }
 
@@ -111,6 +112,8 @@ int main(int argc, char *argv[])
 		usage(stdout);
 		return 0;
 	}
+	if (argc == 2 && strcmp(argv[1], "--check") == 0)
+		return agent_check(stdout);
 	cm_agent_opts_default(&o);
 	if (cm_agent_opts_parse(&o, argc, argv, &err) < 0) {
 		agent_warn("%s (see commap-agent --help)", err.text);

@@ -48,7 +48,8 @@ tests_agent_pairs_LDFLAGS =
 
 AGENT_SH_TESTS = \
 	tests/agent/t0700-run.sh \
-	tests/agent/t0710-agent.sh
+	tests/agent/t0710-agent.sh \
+	tests/agent/t0750-check.sh
 if HAVE_CAPSTONE
 TESTS += $(AGENT_SH_TESTS)
 endif

@@ -201,7 +201,16 @@ is "COMMAP_SERVICE wins over the file" "$status" 0
 as $A jobs --service http://127.0.0.1:1
 is "an unreachable service: exit 1" "$status" 1
 has "  naming the URL" "$err" "cannot reach the service at http://127.0.0.1:1/v1/jobs"
+
+# commap check: the service half (the node half: tests/agent/t0750).
+as $A check
+has "commap check: the service answers" "$out" "ok    reachable        $url/healthz"
+has "  and accepts the user's munge credential" "$out" "ok    munge credential $url/v1/jobs?limit=1"
 stop_service
+as $A check
+is "commap check with the service stopped: exit 1" "$status" 1
+has "  the service does not answer" "$out" "FAIL  reachable        $url does not answer"
+
 as $A report 3001
 is "the service stopped: exit 1" "$status" 1
 has "  says it cannot reach it" "$err" "cannot reach the service at $url"
