@@ -888,6 +888,22 @@ static void list(const struct svc_api *api, const struct svc_api_request *rq,
 		failure(rs, &e);
 }
 
+/* The {id} of /v1/models/{id}, which takes no query parameters: 0, or
+ * -1 with a 400 answer. */
+static int model_id_arg(const struct svc_api_request *rq, const char *arg,
+			struct svc_api_response *rs, long long *id)
+{
+	static const char *const known[] = { NULL };
+
+	if (svc_api_query_check(rq, known, rs) < 0)
+		return -1;
+	if (parse_int(arg, 1, 1LL << 62, id) < 0) {
+		svc_api_error(rs, 400, "model: '%.32s' is not a model id", arg);
+		return -1;
+	}
+	return 0;
+}
+
 struct delete_args {
 	int64_t id;
 	int deleted;
@@ -928,7 +944,6 @@ static void delete_one(const struct svc_api *api,
 		       const struct svc_api_request *rq, const char *arg,
 		       struct svc_api_response *rs)
 {
-	static const char *const known[] = { NULL };
 	const struct svc_caller *c = rq->caller;
 	struct cm_error e = { "" };
 	struct svc_db *db;
@@ -936,12 +951,8 @@ static void delete_one(const struct svc_api *api,
 	json_t *m;
 	int rc = -1;
 
-	if (svc_api_query_check(rq, known, rs) < 0)
+	if (model_id_arg(rq, arg, rs, &id) < 0)
 		return;
-	if (parse_int(arg, 1, 1LL << 62, &id) < 0) {
-		svc_api_error(rs, 400, "model: '%.32s' is not a model id", arg);
-		return;
-	}
 	db = svc_db_pool_get(api->pool);
 	m = svc_models_get(db, id, &e);
 	uid = m ? json_integer_value(json_object_get(m, "uid")) : -1;
@@ -977,19 +988,14 @@ static void get_one(const struct svc_api *api,
 		    const struct svc_api_request *rq, const char *arg,
 		    struct svc_api_response *rs)
 {
-	static const char *const known[] = { NULL };
 	const struct svc_caller *c = rq->caller;
 	struct cm_error e = { "" };
 	struct svc_db *db;
 	long long id;
 	json_t *m;
 
-	if (svc_api_query_check(rq, known, rs) < 0)
+	if (model_id_arg(rq, arg, rs, &id) < 0)
 		return;
-	if (parse_int(arg, 1, 1LL << 62, &id) < 0) {
-		svc_api_error(rs, 400, "model: '%.32s' is not a model id", arg);
-		return;
-	}
 	db = svc_db_pool_get(api->pool);
 	m = svc_models_get(db, id, &e);
 	if (m && read_fold(db, json_integer_value(json_object_get(m, "uid")),

@@ -13,14 +13,10 @@
 
 #include "commap/matrix.h"
 #include "commap/matrix_io.h"
+#include "fuzz_input.h"
 
-static inline void fuzz_check(int cond, const char *what)
-{
-	if (!cond) {
-		fprintf(stderr, "fuzz invariant violated: %s\n", what);
-		abort();
-	}
-}
+/* A violation aborts (fuzz_input.h). */
+#define fuzz_check fuzz_require
 
 static inline int fuzz_same_matrix(const struct cm_matrix *a,
 				   const struct cm_matrix *b)
