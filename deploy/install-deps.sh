@@ -21,8 +21,9 @@ packages=(
 	# MPI jobs and workloads: Open MPI launched by srun --mpi=pmix
 	openmpi-bin libopenmpi-dev libpmix-dev
 	# tests: integration scripts parse JSON with python3; fuzzing uses clang;
-	# the report page is loaded in headless Chromium
-	python3 clang libclang-rt-14-dev chromium
+	# the report page is loaded in headless Chromium; the manual pages are
+	# checked with groff
+	python3 clang libclang-rt-14-dev chromium groff-base
 )
 
 if [ "$(id -u)" -ne 0 ]; then
