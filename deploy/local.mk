@@ -27,3 +27,11 @@ dist_examples_DATA = \
 	deploy/config/service.conf
 dist_doc_DATA = docs/slurm.md docs/service.md docs/agent.md
 EXTRA_DIST += deploy/systemd/commap-service.service.in
+
+# bash completion for the commap command (tests/integration/t0170).
+bashcompletiondir = $(datadir)/bash-completion/completions
+dist_bashcompletion_DATA = deploy/completion/commap.bash
+install-data-hook:
+	cd $(DESTDIR)$(bashcompletiondir) && mv -f commap.bash commap
+uninstall-hook:
+	rm -f $(DESTDIR)$(bashcompletiondir)/commap
