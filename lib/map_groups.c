@@ -84,6 +84,38 @@
 #ifndef LEAN_EXPANDER_ML_MIN
 #define LEAN_EXPANDER_ML_MIN 512
 #endif
+/* CM_PLACE_LEAN from LEAN_LARGE_N threads on (4096 on tests/bench/map),
+ * where the time target leaves room (20 ms for 4096 threads, against 2 ms
+ * for 1024): the lean settings cut the shuffled stencils 0.9-1.5% worse
+ * than Scotch, and the loss was spread over every level of splits (each
+ * cut 5-20% above the planes of a coordinate bisection).  Longer FM
+ * passes were what paid best there (FM on meshes walks plateaus of equal
+ * gains, and a short patience stops on them), then two V-cycles for the
+ * splits of at least half of the threads (the links of the top of the
+ * tree cost most), then multilevel down to splits of LEAN_LARGE_ML_MIN.
+ * These apply to the first split, and below it to meshes (neither loose
+ * nor an expander: clusters, pairs, rings and random graphs already cost
+ * no more than Scotch there).  Together, on the 4096 stencils over 6
+ * seeds: -0.6% (2D) and -1.1% (3D) on average, at 1.6x the instructions
+ * (docs/PERFORMANCE.md, "Mapping").  Tried there and dropped: banded
+ * diffusion (Pellegrini 2007) before FM at every level, exact planes on
+ * the 3D grid only with 40 passes at 2.4x the instructions and no gain
+ * in 2D; several grown starts for the small flat splits. */
+#ifndef LEAN_LARGE_N
+#define LEAN_LARGE_N 2048
+#endif
+#ifndef LEAN_LARGE_FM_PATIENCE
+#define LEAN_LARGE_FM_PATIENCE 60
+#endif
+#ifndef LEAN_LARGE_ML_PATIENCE
+#define LEAN_LARGE_ML_PATIENCE 40
+#endif
+#ifndef LEAN_LARGE_TOP_TRIES
+#define LEAN_LARGE_TOP_TRIES 2
+#endif
+#ifndef LEAN_LARGE_ML_MIN
+#define LEAN_LARGE_ML_MIN 128
+#endif
 
 /* Nodes of pairs with up to this many threads are re-paired by an exact
  * matching (improve_pairs()); above, greedy matching + 2-opt. */
@@ -361,7 +393,17 @@ struct place {
 	struct cm_matrix_entry *adj;	/* one row after the other */
 	int ml_min;		/* splits of this many threads: multilevel */
 	int effort_set;		/* CM_PLACE_LEAN: ml_min was adapted */
+	int large;		/* CM_PLACE_LEAN with n >= LEAN_LARGE_N */
+	int mesh;		/* the first split found neither a loose graph
+				 * nor an expander */
 };
+
+/* The extra effort of large n (LEAN_LARGE_N): for the first split, whose
+ * cut says what the graph is, and below it for meshes. */
+static int large_effort(const struct place *p)
+{
+	return p->large && (!p->effort_set || p->mesh);
+}
 
 /* Row x of the matrix, from the contiguous copy: the placement scans
  * rows in every split, and one block of memory keeps them in cache. */
@@ -566,8 +608,9 @@ static int fm_pick_side(struct place *p, const struct sizes *z)
 static double fm_pass(struct place *p, const int *T, struct sizes *z)
 {
 	int nmoves = 0, keep = 0, since = 0;
-	int patience = p->flags & CM_PLACE_LEAN ? LEAN_FM_PATIENCE
-						: FM_PATIENCE;
+	int patience = !(p->flags & CM_PLACE_LEAN) ? FM_PATIENCE
+		       : large_effort(p) ? LEAN_LARGE_FM_PATIENCE
+					 : LEAN_FM_PATIENCE;
 	double sum = 0, best = 0;
 
 	push_border(p, T, z->t);
@@ -660,9 +703,15 @@ static int multilevel_split(struct place *p, const int *T, struct sizes *z)
 	 * V-cycles there, unless lean */
 	int tries = !lean && z->t * TOP_SHARE >= p->n && z->t >= 256 ?
 		    TOP_TRIES : 1;
+	struct cm_bisect_effort e = lean_effort;
 
+	if (large_effort(p)) {
+		e.fm_patience = LEAN_LARGE_ML_PATIENCE;
+		if (2 * z->t >= p->n)
+			tries = LEAN_LARGE_TOP_TRIES;
+	}
 	if (cm_bisect_multilevel_effort(p->m, T, z->t, z->ta, tries, p->seed,
-					p->eps, lean ? &lean_effort : NULL,
+					p->eps, lean ? &e : NULL,
 					p->loc, p->ml_side, p->gain, p->tot))
 		return -1;
 	z->na = 0;
@@ -708,6 +757,11 @@ static void adapt_effort(struct place *p, const int *T, int t)
 	else if (share > LEAN_EXPANDER_CUT &&
 		 p->ml_min < LEAN_EXPANDER_ML_MIN)
 		p->ml_min = LEAN_EXPANDER_ML_MIN;
+	else if (share <= LEAN_EXPANDER_CUT) {
+		p->mesh = 1;
+		if (p->large && p->ml_min > LEAN_LARGE_ML_MIN)
+			p->ml_min = LEAN_LARGE_ML_MIN;
+	}
 }
 
 /* The starting split: multilevel, the given order cut after ta threads,
@@ -1311,6 +1365,7 @@ int cm_map_place_seeded(const struct cm_topo *topo,
 		T[i] = order ? order[i] : i;
 	p.eps = 1e-12 * cm_matrix_max(m);
 	p.ml_min = flags & CM_PLACE_LEAN ? LEAN_ML_MIN : MULTILEVEL_MIN;
+	p.large = (flags & CM_PLACE_LEAN) && n >= LEAN_LARGE_N;
 	cm_map_node_capacity(topo, cap, p.node_cap);
 	cm_map_spread_weight(topo, p.spread);
 	place_node(&p, 0, T, n);
