@@ -954,6 +954,7 @@ struct pairs_ctx {
 	int *first, *second;	/* per node: its threads, -1 if none */
 	int *loc;		/* thread -> index in the set, -1 */
 	int *deg;		/* per index in the set: unpaired partners */
+	double *best;		/* per index: heaviest edge in the set */
 	int exact_max;		/* larger sets: greedy matching + 2-opt */
 };
 
@@ -1004,14 +1005,23 @@ static int match_threads(const struct pairs_ctx *c, const int *set, int k,
 	for (int i = 0; i < k; i++) {
 		const struct cm_matrix_entry *row;
 		int deg = place_row(c->pl, set[i], &row);
+		size_t start = ne;
 
 		for (int j = 0; j < deg; j++) {
 			int o = c->loc[row[j].col];
 
 			if (o > i) {
-				edges[ne].u = i;
-				edges[ne].v = o;
-				edges[ne++].w = row[j].w;
+				/* insertion by o: the edges come sorted, so
+				 * the matching need not sort them */
+				size_t at = ne++;
+
+				while (at > start && edges[at - 1].v > o) {
+					edges[at] = edges[at - 1];
+					at--;
+				}
+				edges[at].u = i;
+				edges[at].v = o;
+				edges[at].w = row[j].w;
 			}
 		}
 	}
@@ -1081,22 +1091,50 @@ out:
 }
 
 /* No pairing of the set weighs more than half the sum of each thread's
- * heaviest edge inside the set. */
-static double pairing_bound(const struct pairs_ctx *c, const int *set, int k)
+ * heaviest edge inside the set (best[i], 0 if none). */
+static double pairing_bound(const struct pairs_ctx *c, const int *set, int k,
+			    double *best)
 {
 	double sum = 0;
 
 	for (int i = 0; i < k; i++) {
 		const struct cm_matrix_entry *row;
 		int deg = place_row(c->pl, set[i], &row);
-		double best = 0;
 
+		best[i] = 0;
 		for (int j = 0; j < deg; j++)
-			if (c->loc[row[j].col] >= 0 && row[j].w > best)
-				best = row[j].w;
-		sum += best;
+			if (c->loc[row[j].col] >= 0 && row[j].w > best[i])
+				best[i] = row[j].w;
+		sum += best[i];
 	}
 	return sum / 2;
+}
+
+/* A pairing reaches the bound only if every thread is paired along an
+ * edge that is the heaviest of both its ends (or has no edge in the set):
+ * 0 when one of the first REACH_CHECK threads has no such edge.  That
+ * spares the greedy pairing, which cannot reach the bound then (on random
+ * graphs the first few threads show it), and changes nothing else; on
+ * meshes, where it usually can, only a few rows are scanned. */
+#define REACH_CHECK 8
+
+static int bound_reachable(const struct pairs_ctx *c, const int *set, int k,
+			   const double *best)
+{
+	for (int i = 0; i < k && i < REACH_CHECK; i++) {
+		const struct cm_matrix_entry *row;
+		int deg = place_row(c->pl, set[i], &row), mutual = best[i] == 0;
+
+		for (int j = 0; j < deg && !mutual; j++) {
+			int o = c->loc[row[j].col];
+
+			mutual = o >= 0 && o != i && row[j].w == best[i] &&
+				 row[j].w == best[o];
+		}
+		if (!mutual)
+			return 0;
+	}
+	return 1;
 }
 
 /* Unpaired partners of set[i] inside the set lose one: set[i] was paired. */
@@ -1193,12 +1231,13 @@ static double greedy_pairing(const struct pairs_ctx *c, const int *set,
 static int better_pairing(const struct pairs_ctx *c, const int *set, int k,
 			  double now, int *mate)
 {
-	double bound = pairing_bound(c, set, k), then = 0;
+	double bound = pairing_bound(c, set, k, c->best), then = 0;
 	double tol = 1e-12 * bound;
 
 	if (now >= bound - tol)
 		return 0;
-	if (greedy_pairing(c, set, k, mate) >= bound - tol)
+	if (bound_reachable(c, set, k, c->best) &&
+	    greedy_pairing(c, set, k, mate) >= bound - tol)
 		return 1;
 	if (match_threads(c, set, k, mate))
 		return 0;
@@ -1246,7 +1285,8 @@ static int improve_pairs(const struct place *p, int exact_max)
 	c.first = malloc(sizeof(int) * (size_t)nnodes * 2);
 	c.loc = malloc(sizeof(int) * (size_t)n);
 	c.deg = malloc(sizeof(int) * (size_t)n);
-	if (!set || !c.first || !c.loc || !c.deg)
+	c.best = malloc(sizeof(double) * (size_t)n);
+	if (!set || !c.first || !c.loc || !c.deg || !c.best)
 		goto out;
 	c.second = c.first + nnodes;
 	for (int i = 0; i < 2 * nnodes; i++)
@@ -1277,6 +1317,7 @@ out:
 	free(c.first);
 	free(c.loc);
 	free(c.deg);
+	free(c.best);
 	return rv;
 }
 
