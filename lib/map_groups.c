@@ -394,6 +394,8 @@ struct place {
 	int ml_min;		/* splits of this many threads: multilevel */
 	int effort_set;		/* CM_PLACE_LEAN: ml_min was adapted */
 	int large;		/* CM_PLACE_LEAN with n >= LEAN_LARGE_N */
+	int tot_inherited;	/* tot[] of the threads of the next split is
+				 * already their weight to each other */
 	int mesh;		/* the first split found neither a loose graph
 				 * nor an expander */
 };
@@ -538,7 +540,13 @@ static void grow_side_a(struct place *p, const int *T, int t, int ta)
 	struct cm_heap *front = &p->heap[1];
 	int next = 0;
 
-	compute_gains(p, T, t);
+	/* All of T on side B: a gain is minus the weight to the rest of T,
+	 * which the split that made T left in tot (bisect()). */
+	if (p->tot_inherited)
+		for (int i = 0; i < t; i++)
+			p->gain[T[i]] = -p->tot[T[i]];
+	else
+		compute_gains(p, T, t);
 	for (int placed = 0; placed < ta; placed++) {
 		const struct cm_matrix_entry *row;
 		int x, deg;
@@ -802,6 +810,12 @@ static int bisect(struct place *p, int *T, struct sizes *z)
 	if ((p->flags & CM_PLACE_LEAN) && !p->effort_set && z->t == p->n &&
 	    z->ta > 0 && z->ta < z->t)
 		adapt_effort(p, T, z->t);
+	/* The gains are current: a thread's weight to its own side, which
+	 * the next split of that side starts from, is (tot - gain) / 2; no
+	 * row need be scanned again there. */
+	for (int i = 0; i < z->t; i++)
+		p->tot[T[i]] = (p->tot[T[i]] - p->gain[T[i]]) / 2;
+	p->tot_inherited = 1;
 	for (int i = 0; i < z->t; i++)
 		if (p->side[T[i]] == 0)
 			p->buf[na++] = T[i];
