@@ -416,9 +416,12 @@ static int place_row(const struct place *p, int x,
 	return p->xadj[x + 1] - p->xadj[x];
 }
 
-/* Copy the rows of m into xadj / adj; 0 or -1. */
+/* Copy the rows of m into xadj / adj, and set eps from the largest
+ * weight (as cm_matrix_max() finds it); 0 or -1. */
 static int copy_rows(struct place *p)
 {
+	double wmax = 0;
+
 	size_t nnz = 0;
 
 	p->xadj = malloc(sizeof(int) * ((size_t)p->n + 1));
@@ -441,7 +444,11 @@ static int copy_rows(struct place *p)
 		if (deg > 0)	/* an empty row may be NULL */
 			memcpy(p->adj + p->xadj[x], row,
 			       sizeof(*row) * (size_t)deg);
+		for (int k = 0; k < deg; k++)
+			if (row[k].w > wmax)
+				wmax = row[k].w;
 	}
+	p->eps = 1e-12 * wmax;
 	return 0;
 }
 
@@ -1214,7 +1221,9 @@ static double greedy_pairing(const struct pairs_ctx *c, const int *set,
 	for (;;) {
 		int u = -1, b;
 
-		for (int i = 0; i < k; i++)
+		/* (one partner left is the fewest there can be: the first
+		 * such thread is the one) */
+		for (int i = 0; i < k && (u < 0 || c->deg[u] > 1); i++)
 			if (mate[i] < 0 && c->deg[i] > 0 &&
 			    (u < 0 || c->deg[i] < c->deg[u]))
 				u = i;
@@ -1420,7 +1429,6 @@ int cm_map_place_seeded(const struct cm_topo *topo,
 	}
 	for (int i = 0; i < n; i++)
 		T[i] = order ? order[i] : i;
-	p.eps = 1e-12 * cm_matrix_max(m);
 	p.ml_min = flags & CM_PLACE_LEAN ? LEAN_ML_MIN : MULTILEVEL_MIN;
 	p.large = (flags & CM_PLACE_LEAN) && n >= LEAN_LARGE_N;
 	cm_map_node_capacity(topo, cap, p.node_cap);
