@@ -255,10 +255,20 @@ static void move_vertex(const struct graph *g, struct work *w, int u)
 		int v = g->adj[e];
 		struct cm_heap *h = &w->heap[w->side[v]];
 
-		w->gain[v] += w->side[v] == to ? -2 * g->ew[e] : 2 * g->ew[e];
-		if (cm_heap_contains(h, v))
-			cm_heap_update(h, v);
-		else if (w->push && !w->locked[v])
+		if (w->side[v] == to) {	/* the edge now stays inside */
+			w->gain[v] -= 2 * g->ew[e];
+			if (cm_heap_contains(h, v)) {
+				cm_heap_lower(h, v);
+				continue;
+			}
+		} else {
+			w->gain[v] += 2 * g->ew[e];
+			if (cm_heap_contains(h, v)) {
+				cm_heap_raise(h, v);
+				continue;
+			}
+		}
+		if (w->push && !w->locked[v])
 			cm_heap_push(h, v);
 	}
 }

@@ -235,6 +235,16 @@ void cm_heap_update(struct cm_heap *h, int id)
 		heap_sift_down(h, i);
 }
 
+void cm_heap_raise(struct cm_heap *h, int id)
+{
+	heap_sift_up(h, h->pos[id]);
+}
+
+void cm_heap_lower(struct cm_heap *h, int id)
+{
+	heap_sift_down(h, h->pos[id]);
+}
+
 void cm_heap_clear(struct cm_heap *h)
 {
 	for (int i = 0; i < h->len; i++)
@@ -467,10 +477,20 @@ static void move_thread(struct place *p, int x)
 
 		if (p->side[y] < 0)
 			continue;
-		p->gain[y] += p->side[y] == to ? -2 * row[k].w : 2 * row[k].w;
-		if (cm_heap_contains(&p->heap[p->side[y]], y))
-			cm_heap_update(&p->heap[p->side[y]], y);
-		else if (p->push_neighbours && !p->locked[y])
+		if (p->side[y] == to) {	/* y's link now stays inside */
+			p->gain[y] -= 2 * row[k].w;
+			if (cm_heap_contains(&p->heap[p->side[y]], y)) {
+				cm_heap_lower(&p->heap[p->side[y]], y);
+				continue;
+			}
+		} else {
+			p->gain[y] += 2 * row[k].w;
+			if (cm_heap_contains(&p->heap[p->side[y]], y)) {
+				cm_heap_raise(&p->heap[p->side[y]], y);
+				continue;
+			}
+		}
+		if (p->push_neighbours && !p->locked[y])
 			cm_heap_push(&p->heap[p->side[y]], y);
 	}
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "commap/cost.h"
+#include "commap/rand.h"
 #include "commap/mapping.h"
 #include "commap/matrix_gen.h"
 #include "map_bisect.h"
@@ -256,6 +257,48 @@ static double cut_of(const struct cm_matrix *m, const signed char *side)
 	return cut;
 }
 
+/* The indexed heap: after random rises (cm_heap_raise), falls
+ * (cm_heap_lower) and any changes (cm_heap_update), ids come out by
+ * decreasing key, ties by lower id, as FM relies on. */
+static void test_heap(void)
+{
+	enum { N = 500 };
+	static double key[N];
+	struct cm_heap h;
+	uint64_t rs = 77;
+	int ordered = 1, count = 0, prev = -1;
+
+	ok(cm_heap_init(&h, N, key) == 0, "heap: initialised");
+	for (int i = 0; i < N; i++) {
+		key[i] = (double)cm_rand_below(&rs, 50);	/* many ties */
+		cm_heap_push(&h, i);
+	}
+	for (int k = 0; k < 5000; k++) {
+		int id = (int)cm_rand_below(&rs, N);
+		double d = (double)cm_rand_below(&rs, 21) - 10;
+
+		key[id] += d;
+		if (k % 3 == 2)
+			cm_heap_update(&h, id);
+		else if (d >= 0)
+			cm_heap_raise(&h, id);
+		else
+			cm_heap_lower(&h, id);
+	}
+	while (h.len > 0) {
+		int id = cm_heap_pop(&h);
+
+		if (prev >= 0 && (key[id] > key[prev] ||
+				  (key[id] == key[prev] && id < prev)))
+			ordered = 0;
+		prev = id;
+		count++;
+	}
+	ok(ordered && count == N, "heap: %d ids by decreasing key, ties by id",
+	   count);
+	cm_heap_free(&h);
+}
+
 /* Multilevel bisection finds the obvious cuts: a 16 x 16 grid in two
  * 8 x 16 halves (16 links), a ring in two arcs (2 links); sizes within
  * one thread; the scratch array comes back all -1. */
@@ -459,6 +502,7 @@ int main(void)
 	test_deterministic();
 	test_spread_quota();
 	test_stencil_fm();
+	test_heap();
 	test_multilevel();
 	test_multilevel_gains();
 	test_pairs_exact();
