@@ -389,7 +389,9 @@ struct place {
 	int *quota;		/* per node, scratch */
 	signed char *side;	/* per thread: -1 outside the split, 0 A, 1 B */
 	char *locked;		/* BFS mark; moved in this FM pass */
-	int push_neighbours;	/* move_thread() queues unlocked neighbours */
+	int push_neighbours;	/* move_thread() queues unlocked neighbours
+				 * (PUSH_SIDE_B: only those on side B, the
+				 * front of greedy growing) */
 	double *gain;		/* FM gain of a move to the other side */
 	double *tot;		/* weight to the other threads of the split */
 	double eps;		/* gains below this are rounding noise */
@@ -462,6 +464,8 @@ static int copy_rows(struct place *p)
 	return 0;
 }
 
+#define PUSH_SIDE_B 2
+
 /* Move x to the other side and update its neighbours' gains (and their
  * heap positions, wherever they are). */
 static void move_thread(struct place *p, int x)
@@ -490,7 +494,8 @@ static void move_thread(struct place *p, int x)
 				continue;
 			}
 		}
-		if (p->push_neighbours && !p->locked[y])
+		if (p->push_neighbours && !p->locked[y] &&
+		    (p->push_neighbours != PUSH_SIDE_B || p->side[y] == 1))
 			cm_heap_push(&p->heap[p->side[y]], y);
 	}
 }
@@ -575,8 +580,7 @@ static void grow_side_a(struct place *p, const int *T, int t, int ta)
 	else
 		compute_gains(p, T, t);
 	for (int placed = 0; placed < ta; placed++) {
-		const struct cm_matrix_entry *row;
-		int x, deg;
+		int x;
 
 		if (front->len > 0) {
 			x = cm_heap_pop(front);
@@ -587,14 +591,11 @@ static void grow_side_a(struct place *p, const int *T, int t, int ta)
 				next++;
 			x = T[next];
 		}
+		/* the front gains x's neighbours on side B as x moves (the
+		 * heap's order is total, so when they join does not matter) */
+		p->push_neighbours = PUSH_SIDE_B;
 		move_thread(p, x);
-		deg = place_row(p, x, &row);
-		for (int k = 0; k < deg; k++) {
-			int y = row[k].col;
-
-			if (p->side[y] == 1 && !cm_heap_contains(front, y))
-				cm_heap_push(front, y);
-		}
+		p->push_neighbours = 0;
 	}
 	cm_heap_clear(front);
 }
