@@ -41,6 +41,7 @@ struct graph {
 	int *adj;
 	double *ew;
 	int *vw;
+	double *tot;		/* weight of each vertex's edges */
 	int *cmap;		/* vertex -> vertex of the next coarser graph */
 	signed char *part;	/* refinement V-cycle: the split kept while
 				 * coarsening (only same-side pairs merge) */
@@ -50,7 +51,8 @@ struct graph {
 /* Scratch shared by all levels (sized for the finest graph). */
 struct work {
 	double *gain;
-	double *tot;		/* weight of a vertex's edges */
+	char *cbnd;		/* per coarse vertex: has an edge to the other
+				 * side (project()) */
 	signed char *side;
 	signed char *best_side;
 	char *locked;
@@ -69,6 +71,7 @@ static void graph_free(struct graph *g)
 	free(g->adj);
 	free(g->ew);
 	free(g->vw);
+	free(g->tot);
 	free(g->cmap);
 	free(g->part);
 	memset(g, 0, sizeof(*g));
@@ -81,8 +84,9 @@ static int graph_alloc(struct graph *g, int nv, int nnz)
 	g->adj = malloc(sizeof(int) * (size_t)(nnz > 0 ? nnz : 1));
 	g->ew = malloc(sizeof(double) * (size_t)(nnz > 0 ? nnz : 1));
 	g->vw = malloc(sizeof(int) * (size_t)nv);
+	g->tot = malloc(sizeof(double) * (size_t)(nv > 0 ? nv : 1));
 	g->cmap = malloc(sizeof(int) * (size_t)nv);
-	if (!g->xadj || !g->adj || !g->ew || !g->vw || !g->cmap) {
+	if (!g->xadj || !g->adj || !g->ew || !g->vw || !g->tot || !g->cmap) {
 		graph_free(g);
 		errno = ENOMEM;
 		return -1;
@@ -108,6 +112,7 @@ static int graph_from_threads(struct graph *g, const struct cm_matrix *m,
 	for (int i = 0; i < t; i++) {
 		const struct cm_matrix_entry *row;
 		int deg = cm_matrix_row(m, T[i], &row);
+		double tot = 0;
 
 		g->xadj[i] = k;
 		g->vw[i] = 1;
@@ -116,7 +121,9 @@ static int graph_from_threads(struct graph *g, const struct cm_matrix *m,
 				continue;
 			g->adj[k] = loc[row[j].col];
 			g->ew[k++] = row[j].w;
+			tot += row[j].w;
 		}
+		g->tot[i] = tot;
 	}
 	g->xadj[t] = k;
 	return 0;
@@ -188,6 +195,7 @@ static int contract(const struct graph *g, struct graph *c, int nc,
 		int members[2] = { perm[cv], match[perm[cv]] };
 		int nm = members[0] == members[1] ? 1 : 2;
 		int start = k;
+		double tot = 0;
 
 		c->xadj[cv] = k;
 		c->vw[cv] = 0;
@@ -208,8 +216,11 @@ static int contract(const struct graph *g, struct graph *c, int nc,
 				c->ew[mark[h]] += g->ew[e];
 			}
 		}
-		for (int e = start; e < k; e++)
+		for (int e = start; e < k; e++) {
 			mark[c->adj[e]] = -1;
+			tot += c->ew[e];
+		}
+		c->tot[cv] = tot;
 		if (c->vw[cv] > c->maxvw)
 			c->maxvw = c->vw[cv];
 	}
@@ -219,19 +230,19 @@ static int contract(const struct graph *g, struct graph *c, int nc,
 
 /* ---- FM with weighted vertices ----------------------------------------- */
 
+static double gain_of(const struct graph *g, const struct work *w, int u)
+{
+	double gain = 0;
+
+	for (int e = g->xadj[u]; e < g->xadj[u + 1]; e++)
+		gain += w->side[g->adj[e]] != w->side[u] ? g->ew[e] : -g->ew[e];
+	return gain;
+}
+
 static void compute_gains(const struct graph *g, struct work *w)
 {
-	for (int u = 0; u < g->nv; u++) {
-		double gain = 0, tot = 0;
-
-		for (int e = g->xadj[u]; e < g->xadj[u + 1]; e++) {
-			gain += w->side[g->adj[e]] != w->side[u] ? g->ew[e]
-								 : -g->ew[e];
-			tot += g->ew[e];
-		}
-		w->gain[u] = gain;
-		w->tot[u] = tot;
-	}
+	for (int u = 0; u < g->nv; u++)
+		w->gain[u] = gain_of(g, w, u);
 }
 
 static void move_vertex(const struct graph *g, struct work *w, int u)
@@ -244,10 +255,20 @@ static void move_vertex(const struct graph *g, struct work *w, int u)
 		int v = g->adj[e];
 		struct cm_heap *h = &w->heap[w->side[v]];
 
-		w->gain[v] += w->side[v] == to ? -2 * g->ew[e] : 2 * g->ew[e];
-		if (cm_heap_contains(h, v))
-			cm_heap_update(h, v);
-		else if (w->push && !w->locked[v])
+		if (w->side[v] == to) {	/* the edge now stays inside */
+			w->gain[v] -= 2 * g->ew[e];
+			if (cm_heap_contains(h, v)) {
+				cm_heap_lower(h, v);
+				continue;
+			}
+		} else {
+			w->gain[v] += 2 * g->ew[e];
+			if (cm_heap_contains(h, v)) {
+				cm_heap_raise(h, v);
+				continue;
+			}
+		}
+		if (w->push && !w->locked[v])
 			cm_heap_push(h, v);
 	}
 }
@@ -258,7 +279,7 @@ static void move_vertex(const struct graph *g, struct work *w, int u)
 static void push_border(const struct graph *g, struct work *w)
 {
 	for (int u = 0; u < g->nv; u++)
-		if (w->gain[u] + w->tot[u] > 1e-9 * w->tot[u])
+		if (w->gain[u] + g->tot[u] > 1e-9 * g->tot[u])
 			cm_heap_push(&w->heap[w->side[u]], u);
 }
 
@@ -346,11 +367,11 @@ static double fm_pass(const struct graph *g, struct work *w, long long ta,
 	return best;
 }
 
+/* FM passes on one level; w->gain must be current. */
 static void refine_level(const struct graph *g, struct work *w, long long ta)
 {
 	long long tol = g->maxvw;
 
-	compute_gains(g, w);
 	for (int pass = 0; pass < w->fm_passes; pass++)
 		if (!(fm_pass(g, w, ta, tol) > w->eps))
 			break;
@@ -422,7 +443,7 @@ static void initial_split(const struct graph *g, struct work *w,
 		long long imb;
 		double cut;
 
-		grow(g, w, seed, ta);
+		grow(g, w, seed, ta);	/* leaves the gains current */
 		refine_level(g, w, ta);
 		cut = cut_of(g, w);
 		imb = llabs(side_weight(g, w) - ta);
@@ -434,6 +455,27 @@ static void initial_split(const struct graph *g, struct work *w,
 		}
 	}
 	memcpy(w->side, w->best_side, (size_t)g->nv);
+	compute_gains(g, w);
+}
+
+/* Project the split of coarse onto g (a vertex takes its coarse vertex's
+ * side) with the gains of g.  A coarse vertex without an edge to the
+ * other side has all its members' neighbours on its side, so their gain
+ * is minus their edge weight, bitwise as a full scan would add it up; only
+ * the members of coarse border vertices are scanned (as METIS projects
+ * its boundary).  w->gain must be current on coarse.  A residue of the
+ * coarse gain at most eps is no edge (rounding noise, as in FM). */
+static void project(const struct graph *g, const struct graph *coarse,
+		    struct work *w)
+{
+	for (int c = 0; c < coarse->nv; c++)
+		w->cbnd[c] = w->gain[c] + coarse->tot[c] > w->eps;
+	for (int u = g->nv - 1; u >= 0; u--)
+		w->best_side[u] = w->side[g->cmap[u]];
+	memcpy(w->side, w->best_side, (size_t)g->nv);
+	for (int u = 0; u < g->nv; u++)
+		w->gain[u] = w->cbnd[g->cmap[u]] ? gain_of(g, w, u)
+						 : -g->tot[u];
 }
 
 /* ---- driver ------------------------------------------------------------ */
@@ -441,7 +483,7 @@ static void initial_split(const struct graph *g, struct work *w,
 static void work_free(struct work *w)
 {
 	free(w->gain);
-	free(w->tot);
+	free(w->cbnd);
 	free(w->side);
 	free(w->best_side);
 	free(w->locked);
@@ -458,14 +500,14 @@ static int work_alloc(struct work *w, int nv)
 
 	memset(w, 0, sizeof(*w));
 	w->gain = calloc(n, sizeof(double));
-	w->tot = calloc(n, sizeof(double));
+	w->cbnd = malloc(n);
 	w->side = malloc(n);
 	w->best_side = malloc(n);
 	w->locked = calloc(n, 1);
 	w->moves = malloc(n * sizeof(int));
 	w->perm = malloc(n * sizeof(int));
 	w->mark = malloc(n * sizeof(int));
-	if (!w->gain || !w->tot || !w->side || !w->best_side || !w->locked ||
+	if (!w->gain || !w->cbnd || !w->side || !w->best_side || !w->locked ||
 	    !w->moves || !w->perm || !w->mark ||
 	    cm_heap_init(&w->heap[0], nv, w->gain) ||
 	    cm_heap_init(&w->heap[1], nv, w->gain)) {
@@ -508,10 +550,7 @@ static int v_cycle(struct graph *lv, struct work *w, int ta, uint64_t *rng)
 		return -1;
 	initial_split(&lv[nl - 1], w, ta);
 	for (int l = nl - 2; l >= 0; l--) {
-		/* project: a vertex takes its coarse vertex's side */
-		for (int u = lv[l].nv - 1; u >= 0; u--)
-			w->best_side[u] = w->side[lv[l].cmap[u]];
-		memcpy(w->side, w->best_side, (size_t)lv[l].nv);
+		project(&lv[l], &lv[l + 1], w);
 		refine_level(&lv[l], w, ta);
 	}
 	for (int l = 1; l < MAX_LEVELS; l++)
@@ -537,11 +576,10 @@ static int refine_cycle(struct graph *lv, struct work *w, int ta,
 	if (nl < 0)
 		return -1;
 	memcpy(w->side, lv[nl - 1].part, (size_t)lv[nl - 1].nv);
+	compute_gains(&lv[nl - 1], w);
 	refine_level(&lv[nl - 1], w, ta);
 	for (int l = nl - 2; l >= 0; l--) {
-		for (int u = lv[l].nv - 1; u >= 0; u--)
-			w->best_side[u] = w->side[lv[l].cmap[u]];
-		memcpy(w->side, w->best_side, (size_t)lv[l].nv);
+		project(&lv[l], &lv[l + 1], w);
 		refine_level(&lv[l], w, ta);
 	}
 	for (int l = 1; l < MAX_LEVELS; l++)
@@ -556,20 +594,21 @@ int cm_bisect_multilevel(const struct cm_matrix *m, const int *T, int t,
 			 int *loc, signed char *side)
 {
 	return cm_bisect_multilevel_effort(m, T, t, ta, tries, seed, eps,
-					   NULL, loc, side);
+					   NULL, loc, side, NULL, NULL);
 }
 
 int cm_bisect_multilevel_effort(const struct cm_matrix *m, const int *T,
 				int t, int ta, int tries, uint64_t seed,
 				double eps, const struct cm_bisect_effort *e,
-				int *loc, signed char *side)
+				int *loc, signed char *side, double *gain,
+				double *tot)
 {
 	struct graph lv[MAX_LEVELS];
 	struct work w;
 	uint64_t rng = seed ^ 0x9e3779b97f4a7c15ull;
 	double best_cut = -1;
 	long long best_imb = 0;
-	int rv = -1, cycles;
+	int rv = -1, cycles, last_best = 0;
 
 	memset(lv, 0, sizeof(lv));
 	if (work_alloc(&w, t))
@@ -590,6 +629,11 @@ int cm_bisect_multilevel_effort(const struct cm_matrix *m, const int *T,
 		if (k < tries ? v_cycle(lv, &w, ta, &rng) :
 		    refine_cycle(lv, &w, ta, &rng, side))
 			goto out;
+		if (tries + cycles == 1) {	/* nothing to compare */
+			memcpy(side, w.side, (size_t)t);
+			last_best = 1;
+			break;
+		}
 		cut = cut_of(&lv[0], &w);
 		imb = llabs(side_weight(&lv[0], &w) - ta);
 		if (best_cut < 0 || imb < best_imb ||
@@ -597,6 +641,18 @@ int cm_bisect_multilevel_effort(const struct cm_matrix *m, const int *T,
 			best_cut = cut;
 			best_imb = imb;
 			memcpy(side, w.side, (size_t)t);
+		}
+		last_best = memcmp(side, w.side, (size_t)t) == 0;
+	}
+	if (gain) {
+		/* FM leaves w.gain current for w.side */
+		if (!last_best) {
+			memcpy(w.side, side, (size_t)t);
+			compute_gains(&lv[0], &w);
+		}
+		for (int i = 0; i < t; i++) {
+			gain[T[i]] = w.gain[i];
+			tot[T[i]] = lv[0].tot[i];
 		}
 	}
 	rv = 0;

@@ -31,10 +31,15 @@ struct cm_bisect_effort {
 	int starts;		/* grown starts on the coarsest graph */
 };
 
-/* cm_bisect_multilevel() with the given effort (NULL: the default). */
+/* cm_bisect_multilevel() with the given effort (NULL: the default).  If
+ * gain is not NULL, gain[T[i]] and tot[T[i]] receive the FM gain of T[i]
+ * for the returned split (weight to the other side minus weight to its
+ * own, within T) and its weight to the rest of T, so that the caller
+ * need not scan the rows again. */
 int cm_bisect_multilevel_effort(const struct cm_matrix *m, const int *T,
 				int t, int ta, int tries, uint64_t seed,
 				double eps, const struct cm_bisect_effort *e,
-				int *loc, signed char *side);
+				int *loc, signed char *side, double *gain,
+				double *tot);
 
 #endif

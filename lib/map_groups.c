@@ -60,6 +60,11 @@
 #ifndef LEAN_FM_PATIENCE
 #define LEAN_FM_PATIENCE 15
 #endif
+#ifndef LEAN_FM_PASSES
+#define LEAN_FM_PASSES 2	/* below LEAN_LARGE_N: the same costs as 4 on
+				 * tests/bench/map (random 1024: -0.002%),
+				 * 2% fewer instructions there */
+#endif
 #ifndef LEAN_PAIRS_EXACT_MAX
 #define LEAN_PAIRS_EXACT_MAX 0
 #endif
@@ -78,6 +83,38 @@
 #endif
 #ifndef LEAN_EXPANDER_ML_MIN
 #define LEAN_EXPANDER_ML_MIN 512
+#endif
+/* CM_PLACE_LEAN from LEAN_LARGE_N threads on (4096 on tests/bench/map),
+ * where the time target leaves room (20 ms for 4096 threads, against 2 ms
+ * for 1024): the lean settings cut the shuffled stencils 0.9-1.5% worse
+ * than Scotch, and the loss was spread over every level of splits (each
+ * cut 5-20% above the planes of a coordinate bisection).  Longer FM
+ * passes were what paid best there (FM on meshes walks plateaus of equal
+ * gains, and a short patience stops on them), then two V-cycles for the
+ * splits of at least half of the threads (the links of the top of the
+ * tree cost most), then multilevel down to splits of LEAN_LARGE_ML_MIN.
+ * These apply to the first split, and below it to meshes (neither loose
+ * nor an expander: clusters, pairs, rings and random graphs already cost
+ * no more than Scotch there).  Together, on the 4096 stencils over 6
+ * seeds: -0.6% (2D) and -1.1% (3D) on average, at 1.6x the instructions
+ * (docs/PERFORMANCE.md, "Mapping").  Tried there and dropped: banded
+ * diffusion (Pellegrini 2007) before FM at every level, exact planes on
+ * the 3D grid only with 40 passes at 2.4x the instructions and no gain
+ * in 2D; several grown starts for the small flat splits. */
+#ifndef LEAN_LARGE_N
+#define LEAN_LARGE_N 2048
+#endif
+#ifndef LEAN_LARGE_FM_PATIENCE
+#define LEAN_LARGE_FM_PATIENCE 60
+#endif
+#ifndef LEAN_LARGE_ML_PATIENCE
+#define LEAN_LARGE_ML_PATIENCE 40
+#endif
+#ifndef LEAN_LARGE_TOP_TRIES
+#define LEAN_LARGE_TOP_TRIES 2
+#endif
+#ifndef LEAN_LARGE_ML_MIN
+#define LEAN_LARGE_ML_MIN 128
 #endif
 
 /* Nodes of pairs with up to this many threads are re-paired by an exact
@@ -196,6 +233,16 @@ void cm_heap_update(struct cm_heap *h, int id)
 	heap_sift_up(h, i);
 	if (h->pos[id] == i)	/* did not rise: it may have to sink */
 		heap_sift_down(h, i);
+}
+
+void cm_heap_raise(struct cm_heap *h, int id)
+{
+	heap_sift_up(h, h->pos[id]);
+}
+
+void cm_heap_lower(struct cm_heap *h, int id)
+{
+	heap_sift_down(h, h->pos[id]);
 }
 
 void cm_heap_clear(struct cm_heap *h)
@@ -342,7 +389,9 @@ struct place {
 	int *quota;		/* per node, scratch */
 	signed char *side;	/* per thread: -1 outside the split, 0 A, 1 B */
 	char *locked;		/* BFS mark; moved in this FM pass */
-	int push_neighbours;	/* move_thread() queues unlocked neighbours */
+	int push_neighbours;	/* move_thread() queues unlocked neighbours
+				 * (PUSH_SIDE_B: only those on side B, the
+				 * front of greedy growing) */
 	double *gain;		/* FM gain of a move to the other side */
 	double *tot;		/* weight to the other threads of the split */
 	double eps;		/* gains below this are rounding noise */
@@ -356,7 +405,19 @@ struct place {
 	struct cm_matrix_entry *adj;	/* one row after the other */
 	int ml_min;		/* splits of this many threads: multilevel */
 	int effort_set;		/* CM_PLACE_LEAN: ml_min was adapted */
+	int large;		/* CM_PLACE_LEAN with n >= LEAN_LARGE_N */
+	int tot_inherited;	/* tot[] of the threads of the next split is
+				 * already their weight to each other */
+	int mesh;		/* the first split found neither a loose graph
+				 * nor an expander */
 };
+
+/* The extra effort of large n (LEAN_LARGE_N): for the first split, whose
+ * cut says what the graph is, and below it for meshes. */
+static int large_effort(const struct place *p)
+{
+	return p->large && (!p->effort_set || p->mesh);
+}
 
 /* Row x of the matrix, from the contiguous copy: the placement scans
  * rows in every split, and one block of memory keeps them in cache. */
@@ -367,9 +428,12 @@ static int place_row(const struct place *p, int x,
 	return p->xadj[x + 1] - p->xadj[x];
 }
 
-/* Copy the rows of m into xadj / adj; 0 or -1. */
+/* Copy the rows of m into xadj / adj, and set eps from the largest
+ * weight (as cm_matrix_max() finds it); 0 or -1. */
 static int copy_rows(struct place *p)
 {
+	double wmax = 0;
+
 	size_t nnz = 0;
 
 	p->xadj = malloc(sizeof(int) * ((size_t)p->n + 1));
@@ -392,9 +456,15 @@ static int copy_rows(struct place *p)
 		if (deg > 0)	/* an empty row may be NULL */
 			memcpy(p->adj + p->xadj[x], row,
 			       sizeof(*row) * (size_t)deg);
+		for (int k = 0; k < deg; k++)
+			if (row[k].w > wmax)
+				wmax = row[k].w;
 	}
+	p->eps = 1e-12 * wmax;
 	return 0;
 }
+
+#define PUSH_SIDE_B 2
 
 /* Move x to the other side and update its neighbours' gains (and their
  * heap positions, wherever they are). */
@@ -411,10 +481,21 @@ static void move_thread(struct place *p, int x)
 
 		if (p->side[y] < 0)
 			continue;
-		p->gain[y] += p->side[y] == to ? -2 * row[k].w : 2 * row[k].w;
-		if (cm_heap_contains(&p->heap[p->side[y]], y))
-			cm_heap_update(&p->heap[p->side[y]], y);
-		else if (p->push_neighbours && !p->locked[y])
+		if (p->side[y] == to) {	/* y's link now stays inside */
+			p->gain[y] -= 2 * row[k].w;
+			if (cm_heap_contains(&p->heap[p->side[y]], y)) {
+				cm_heap_lower(&p->heap[p->side[y]], y);
+				continue;
+			}
+		} else {
+			p->gain[y] += 2 * row[k].w;
+			if (cm_heap_contains(&p->heap[p->side[y]], y)) {
+				cm_heap_raise(&p->heap[p->side[y]], y);
+				continue;
+			}
+		}
+		if (p->push_neighbours && !p->locked[y] &&
+		    (p->push_neighbours != PUSH_SIDE_B || p->side[y] == 1))
 			cm_heap_push(&p->heap[p->side[y]], y);
 	}
 }
@@ -491,10 +572,15 @@ static void grow_side_a(struct place *p, const int *T, int t, int ta)
 	struct cm_heap *front = &p->heap[1];
 	int next = 0;
 
-	compute_gains(p, T, t);
+	/* All of T on side B: a gain is minus the weight to the rest of T,
+	 * which the split that made T left in tot (bisect()). */
+	if (p->tot_inherited)
+		for (int i = 0; i < t; i++)
+			p->gain[T[i]] = -p->tot[T[i]];
+	else
+		compute_gains(p, T, t);
 	for (int placed = 0; placed < ta; placed++) {
-		const struct cm_matrix_entry *row;
-		int x, deg;
+		int x;
 
 		if (front->len > 0) {
 			x = cm_heap_pop(front);
@@ -505,14 +591,11 @@ static void grow_side_a(struct place *p, const int *T, int t, int ta)
 				next++;
 			x = T[next];
 		}
+		/* the front gains x's neighbours on side B as x moves (the
+		 * heap's order is total, so when they join does not matter) */
+		p->push_neighbours = PUSH_SIDE_B;
 		move_thread(p, x);
-		deg = place_row(p, x, &row);
-		for (int k = 0; k < deg; k++) {
-			int y = row[k].col;
-
-			if (p->side[y] == 1 && !cm_heap_contains(front, y))
-				cm_heap_push(front, y);
-		}
+		p->push_neighbours = 0;
 	}
 	cm_heap_clear(front);
 }
@@ -561,8 +644,9 @@ static int fm_pick_side(struct place *p, const struct sizes *z)
 static double fm_pass(struct place *p, const int *T, struct sizes *z)
 {
 	int nmoves = 0, keep = 0, since = 0;
-	int patience = p->flags & CM_PLACE_LEAN ? LEAN_FM_PATIENCE
-						: FM_PATIENCE;
+	int patience = !(p->flags & CM_PLACE_LEAN) ? FM_PATIENCE
+		       : large_effort(p) ? LEAN_LARGE_FM_PATIENCE
+					 : LEAN_FM_PATIENCE;
 	double sum = 0, best = 0;
 
 	push_border(p, T, z->t);
@@ -655,18 +739,23 @@ static int multilevel_split(struct place *p, const int *T, struct sizes *z)
 	 * V-cycles there, unless lean */
 	int tries = !lean && z->t * TOP_SHARE >= p->n && z->t >= 256 ?
 		    TOP_TRIES : 1;
+	struct cm_bisect_effort e = lean_effort;
 
+	if (large_effort(p)) {
+		e.fm_patience = LEAN_LARGE_ML_PATIENCE;
+		if (2 * z->t >= p->n)
+			tries = LEAN_LARGE_TOP_TRIES;
+	}
 	if (cm_bisect_multilevel_effort(p->m, T, z->t, z->ta, tries, p->seed,
-					p->eps, lean ? &lean_effort : NULL,
-					p->loc, p->ml_side))
+					p->eps, lean ? &e : NULL,
+					p->loc, p->ml_side, p->gain, p->tot))
 		return -1;
 	z->na = 0;
 	for (int i = 0; i < z->t; i++) {
 		p->side[T[i]] = p->ml_side[i];
 		z->na += p->ml_side[i] == 0;
 	}
-	compute_gains(p, T, z->t);
-	rebalance(p, T, z);
+	rebalance(p, T, z);	/* the gains came with the split */
 	return 0;
 }
 
@@ -704,6 +793,11 @@ static void adapt_effort(struct place *p, const int *T, int t)
 	else if (share > LEAN_EXPANDER_CUT &&
 		 p->ml_min < LEAN_EXPANDER_ML_MIN)
 		p->ml_min = LEAN_EXPANDER_ML_MIN;
+	else if (share <= LEAN_EXPANDER_CUT) {
+		p->mesh = 1;
+		if (p->large && p->ml_min > LEAN_LARGE_ML_MIN)
+			p->ml_min = LEAN_LARGE_ML_MIN;
+	}
 }
 
 /* The starting split: multilevel, the given order cut after ta threads,
@@ -732,7 +826,12 @@ static int bisect(struct place *p, int *T, struct sizes *z)
 
 	initial_split(p, T, z);
 	if ((p->flags & CM_PLACE_FM) && z->t > 1) {
-		for (int pass = 0; pass < FM_PASSES; pass++)
+		/* large n: the full passes (random 4096 -0.04%, and no
+		 * more instructions there) */
+		int passes = p->flags & CM_PLACE_LEAN && !p->large
+			     ? LEAN_FM_PASSES : FM_PASSES;
+
+		for (int pass = 0; pass < passes; pass++)
 			if (!improved(p, fm_pass(p, T, z), 0))
 				break;
 		if (z->t < z->cap_a + z->cap_b)
@@ -741,6 +840,12 @@ static int bisect(struct place *p, int *T, struct sizes *z)
 	if ((p->flags & CM_PLACE_LEAN) && !p->effort_set && z->t == p->n &&
 	    z->ta > 0 && z->ta < z->t)
 		adapt_effort(p, T, z->t);
+	/* The gains are current: a thread's weight to its own side, which
+	 * the next split of that side starts from, is (tot - gain) / 2; no
+	 * row need be scanned again there. */
+	for (int i = 0; i < z->t; i++)
+		p->tot[T[i]] = (p->tot[T[i]] - p->gain[T[i]]) / 2;
+	p->tot_inherited = 1;
 	for (int i = 0; i < z->t; i++)
 		if (p->side[T[i]] == 0)
 			p->buf[na++] = T[i];
@@ -893,6 +998,7 @@ struct pairs_ctx {
 	int *first, *second;	/* per node: its threads, -1 if none */
 	int *loc;		/* thread -> index in the set, -1 */
 	int *deg;		/* per index in the set: unpaired partners */
+	double *best;		/* per index: heaviest edge in the set */
 	int exact_max;		/* larger sets: greedy matching + 2-opt */
 };
 
@@ -943,14 +1049,23 @@ static int match_threads(const struct pairs_ctx *c, const int *set, int k,
 	for (int i = 0; i < k; i++) {
 		const struct cm_matrix_entry *row;
 		int deg = place_row(c->pl, set[i], &row);
+		size_t start = ne;
 
 		for (int j = 0; j < deg; j++) {
 			int o = c->loc[row[j].col];
 
 			if (o > i) {
-				edges[ne].u = i;
-				edges[ne].v = o;
-				edges[ne++].w = row[j].w;
+				/* insertion by o: the edges come sorted, so
+				 * the matching need not sort them */
+				size_t at = ne++;
+
+				while (at > start && edges[at - 1].v > o) {
+					edges[at] = edges[at - 1];
+					at--;
+				}
+				edges[at].u = i;
+				edges[at].v = o;
+				edges[at].w = row[j].w;
 			}
 		}
 	}
@@ -1020,22 +1135,50 @@ out:
 }
 
 /* No pairing of the set weighs more than half the sum of each thread's
- * heaviest edge inside the set. */
-static double pairing_bound(const struct pairs_ctx *c, const int *set, int k)
+ * heaviest edge inside the set (best[i], 0 if none). */
+static double pairing_bound(const struct pairs_ctx *c, const int *set, int k,
+			    double *best)
 {
 	double sum = 0;
 
 	for (int i = 0; i < k; i++) {
 		const struct cm_matrix_entry *row;
 		int deg = place_row(c->pl, set[i], &row);
-		double best = 0;
 
+		best[i] = 0;
 		for (int j = 0; j < deg; j++)
-			if (c->loc[row[j].col] >= 0 && row[j].w > best)
-				best = row[j].w;
-		sum += best;
+			if (c->loc[row[j].col] >= 0 && row[j].w > best[i])
+				best[i] = row[j].w;
+		sum += best[i];
 	}
 	return sum / 2;
+}
+
+/* A pairing reaches the bound only if every thread is paired along an
+ * edge that is the heaviest of both its ends (or has no edge in the set):
+ * 0 when one of the first REACH_CHECK threads has no such edge.  That
+ * spares the greedy pairing, which cannot reach the bound then (on random
+ * graphs the first few threads show it), and changes nothing else; on
+ * meshes, where it usually can, only a few rows are scanned. */
+#define REACH_CHECK 8
+
+static int bound_reachable(const struct pairs_ctx *c, const int *set, int k,
+			   const double *best)
+{
+	for (int i = 0; i < k && i < REACH_CHECK; i++) {
+		const struct cm_matrix_entry *row;
+		int deg = place_row(c->pl, set[i], &row), mutual = best[i] == 0;
+
+		for (int j = 0; j < deg && !mutual; j++) {
+			int o = c->loc[row[j].col];
+
+			mutual = o >= 0 && o != i && row[j].w == best[i] &&
+				 row[j].w == best[o];
+		}
+		if (!mutual)
+			return 0;
+	}
+	return 1;
 }
 
 /* Unpaired partners of set[i] inside the set lose one: set[i] was paired. */
@@ -1099,7 +1242,9 @@ static double greedy_pairing(const struct pairs_ctx *c, const int *set,
 	for (;;) {
 		int u = -1, b;
 
-		for (int i = 0; i < k; i++)
+		/* (one partner left is the fewest there can be: the first
+		 * such thread is the one) */
+		for (int i = 0; i < k && (u < 0 || c->deg[u] > 1); i++)
 			if (mate[i] < 0 && c->deg[i] > 0 &&
 			    (u < 0 || c->deg[i] < c->deg[u]))
 				u = i;
@@ -1132,12 +1277,13 @@ static double greedy_pairing(const struct pairs_ctx *c, const int *set,
 static int better_pairing(const struct pairs_ctx *c, const int *set, int k,
 			  double now, int *mate)
 {
-	double bound = pairing_bound(c, set, k), then = 0;
+	double bound = pairing_bound(c, set, k, c->best), then = 0;
 	double tol = 1e-12 * bound;
 
 	if (now >= bound - tol)
 		return 0;
-	if (greedy_pairing(c, set, k, mate) >= bound - tol)
+	if (bound_reachable(c, set, k, c->best) &&
+	    greedy_pairing(c, set, k, mate) >= bound - tol)
 		return 1;
 	if (match_threads(c, set, k, mate))
 		return 0;
@@ -1185,7 +1331,8 @@ static int improve_pairs(const struct place *p, int exact_max)
 	c.first = malloc(sizeof(int) * (size_t)nnodes * 2);
 	c.loc = malloc(sizeof(int) * (size_t)n);
 	c.deg = malloc(sizeof(int) * (size_t)n);
-	if (!set || !c.first || !c.loc || !c.deg)
+	c.best = malloc(sizeof(double) * (size_t)n);
+	if (!set || !c.first || !c.loc || !c.deg || !c.best)
 		goto out;
 	c.second = c.first + nnodes;
 	for (int i = 0; i < 2 * nnodes; i++)
@@ -1216,6 +1363,7 @@ out:
 	free(c.first);
 	free(c.loc);
 	free(c.deg);
+	free(c.best);
 	return rv;
 }
 
@@ -1302,8 +1450,8 @@ int cm_map_place_seeded(const struct cm_topo *topo,
 	}
 	for (int i = 0; i < n; i++)
 		T[i] = order ? order[i] : i;
-	p.eps = 1e-12 * cm_matrix_max(m);
 	p.ml_min = flags & CM_PLACE_LEAN ? LEAN_ML_MIN : MULTILEVEL_MIN;
+	p.large = (flags & CM_PLACE_LEAN) && n >= LEAN_LARGE_N;
 	cm_map_node_capacity(topo, cap, p.node_cap);
 	cm_map_spread_weight(topo, p.spread);
 	place_node(&p, 0, T, n);

@@ -88,6 +88,11 @@ int cm_heap_pop(struct cm_heap *h);
 void cm_heap_remove(struct cm_heap *h, int id);
 /* Restore the order after key[id] changed (id must be present). */
 void cm_heap_update(struct cm_heap *h, int id);
+/* The same when the change is known to be a rise (raise) or a fall
+ * (lower): one direction of sifting is enough (FM moves change gains by
+ * +-2w with w >= 0). */
+void cm_heap_raise(struct cm_heap *h, int id);
+void cm_heap_lower(struct cm_heap *h, int id);
 void cm_heap_clear(struct cm_heap *h);
 
 static inline int cm_heap_contains(const struct cm_heap *h, int id)

@@ -125,10 +125,26 @@ static void offer_baselines(struct candidates *c)
 		offer_algorithm(c, (enum cm_map_algorithm)a, 0);
 }
 
+/* Does every PU have to be filled to its capacity (n == the sum of cap)?
+ * Then a thread can only change places by a swap. */
+static int every_pu_full(const struct candidates *c, const int *cap)
+{
+	long long sum = 0;
+
+	for (int p = 0; p < cm_topo_npus(c->topo); p++)
+		sum += cap[p];
+	return sum == c->n;
+}
+
 /* Large n: one lean multilevel bisection, refined with a bounded effort.
  * The other candidates cost several times as much and never won at these
  * sizes on tests/bench/map, nor did a baseline; compact is the fallback
- * if the placement fails (out of memory). */
+ * if the placement fails (out of memory).  When every PU is full, the
+ * bounded refinement is skipped: it can only swap threads there, and
+ * after the FM-refined splits and the pairing its swaps found nothing on
+ * tests/bench/map at 1024 (and 0.016% on random at 4096) for 7-12% of
+ * the instructions (docs/PERFORMANCE.md, "Mapping"); with free room (or
+ * more threads than PUs) it moves threads beside their partners. */
 static int map_auto_lean(struct candidates *c, const int *cap)
 {
 	static const struct cm_refine_effort lean_refine = {
@@ -142,7 +158,7 @@ static int map_auto_lean(struct candidates *c, const int *cap)
 				c->best) == 0 &&
 	    cm_map_validate(c->topo, c->n, c->best, c->opts->oversubscribe,
 			    NULL) == 0) {
-		if (!c->opts->no_refine)
+		if (!c->opts->no_refine && !every_pu_full(c, cap))
 			cm_map_refine_effort(c->topo, c->m, c->best,
 					     c->opts->oversubscribe,
 					     &lean_refine);

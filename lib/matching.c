@@ -847,6 +847,16 @@ static void sort_edges(struct iedge *q, int m, int by_weight)
 
 	if (m < 2)
 		return;
+	/* already in order (callers often build edges row by row): the
+	 * sort is stable, so nothing would move */
+	int sorted = 1;
+
+	for (int i = 1; i < m && sorted; i++)
+		sorted = !edge_before(&q[i], &q[i - 1], by_weight);
+	if (sorted) {
+		free(tmp);
+		return;
+	}
 	if (!tmp) {
 		qsort(q, (size_t)m, sizeof(*q), by_weight ? cmp_weight_desc
 							  : cmp_edge_key);

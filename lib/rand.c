@@ -12,16 +12,21 @@ uint64_t cm_rand_next(uint64_t *state)
 
 uint64_t cm_rand_below(uint64_t *state, uint64_t bound)
 {
-	uint64_t limit, r;
+	uint64_t r, v;
 
 	if (bound == 0)
 		return 0;
-	/* Rejection sampling: no modulo bias. */
-	limit = UINT64_MAX - UINT64_MAX % bound;
+	/* Rejection sampling, no modulo bias: r is drawn again when it is at
+	 * least UINT64_MAX - UINT64_MAX % bound.  Said with r's own block of
+	 * bound values, which starts at r - r % bound: when that start is
+	 * above UINT64_MAX - bound (the same draws are rejected; worked out
+	 * for every case, a bound dividing 2^64 included), so one 64-bit
+	 * division per draw instead of two (shuffles of the mapper). */
 	do {
 		r = cm_rand_next(state);
-	} while (r >= limit);
-	return r % bound;
+		v = r % bound;
+	} while (r - v > UINT64_MAX - bound);
+	return v;
 }
 
 void cm_rand_shuffle(uint64_t *state, int *perm, int n)

@@ -1,10 +1,12 @@
 /* test_map_greedy.c: LHMapping §3.3 greedy mapper and the top-down
  * placement it uses (lib/map_greedy.c, lib/map_groups.c). */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "commap/cost.h"
+#include "commap/rand.h"
 #include "commap/mapping.h"
 #include "commap/matrix_gen.h"
 #include "map_bisect.h"
@@ -255,6 +257,48 @@ static double cut_of(const struct cm_matrix *m, const signed char *side)
 	return cut;
 }
 
+/* The indexed heap: after random rises (cm_heap_raise), falls
+ * (cm_heap_lower) and any changes (cm_heap_update), ids come out by
+ * decreasing key, ties by lower id, as FM relies on. */
+static void test_heap(void)
+{
+	enum { N = 500 };
+	static double key[N];
+	struct cm_heap h;
+	uint64_t rs = 77;
+	int ordered = 1, count = 0, prev = -1;
+
+	ok(cm_heap_init(&h, N, key) == 0, "heap: initialised");
+	for (int i = 0; i < N; i++) {
+		key[i] = (double)cm_rand_below(&rs, 50);	/* many ties */
+		cm_heap_push(&h, i);
+	}
+	for (int k = 0; k < 5000; k++) {
+		int id = (int)cm_rand_below(&rs, N);
+		double d = (double)cm_rand_below(&rs, 21) - 10;
+
+		key[id] += d;
+		if (k % 3 == 2)
+			cm_heap_update(&h, id);
+		else if (d >= 0)
+			cm_heap_raise(&h, id);
+		else
+			cm_heap_lower(&h, id);
+	}
+	while (h.len > 0) {
+		int id = cm_heap_pop(&h);
+
+		if (prev >= 0 && (key[id] > key[prev] ||
+				  (key[id] == key[prev] && id < prev)))
+			ordered = 0;
+		prev = id;
+		count++;
+	}
+	ok(ordered && count == N, "heap: %d ids by decreasing key, ties by id",
+	   count);
+	cm_heap_free(&h);
+}
+
 /* Multilevel bisection finds the obvious cuts: a 16 x 16 grid in two
  * 8 x 16 halves (16 links), a ring in two arcs (2 links); sizes within
  * one thread; the scratch array comes back all -1. */
@@ -283,6 +327,60 @@ static void test_multilevel(void)
 	ok(clean, "scratch restored");
 	cm_matrix_free(grid);
 	cm_matrix_free(ring);
+}
+
+/* The gains that cm_bisect_multilevel_effort() hands back (it keeps
+ * them through the V-cycles, projecting only the border of each coarse
+ * level) are those of a fresh count for the split it returns: weight to
+ * the other side minus weight to its own, links to threads outside T
+ * ignored; tot = weight to the rest of T.  On a subset T of a random
+ * graph, with one V-cycle and with several (the best one is then not
+ * always the last). */
+static void test_multilevel_gains(void)
+{
+	static const struct cm_bisect_effort lean = { 1, 20, 0, 3 };
+	struct cm_matrix *m = gen("random", 600, 21);
+	int T[400], loc[600], bad = 0;
+	double gain[600], tot[600];
+	signed char side[400], pos[600];
+
+	for (int i = 0; i < 400; i++)
+		T[i] = (int)((i * 7L) % 600);	/* 400 of the 600 threads */
+	for (int i = 0; i < 600; i++) {
+		loc[i] = -1;
+		pos[i] = -1;
+	}
+	for (int run = 0; run < 2; run++) {
+		ok(cm_bisect_multilevel_effort(m, T, 400, 150, run ? 3 : 1, 5,
+					       1e-12, run ? NULL : &lean, loc,
+					       side, gain, tot) == 0,
+		   "gains: bisected (%s)", run ? "3 tries" : "lean");
+		for (int i = 0; i < 400; i++)
+			pos[T[i]] = side[i];
+		for (int i = 0; i < 400; i++) {
+			const struct cm_matrix_entry *row;
+			int x = T[i], deg = cm_matrix_row(m, x, &row);
+			double g = 0, w = 0;
+
+			for (int k = 0; k < deg; k++) {
+				if (pos[row[k].col] < 0)
+					continue;
+				g += pos[row[k].col] != pos[x] ? row[k].w
+							       : -row[k].w;
+				w += row[k].w;
+			}
+			if (fabs(g - gain[x]) > 1e-9 * (w + 1) ||
+			    fabs(w - tot[x]) > 1e-9 * (w + 1)) {
+				if (bad++ < 3)
+					diag("thread %d: gain %g (want %g), "
+					     "tot %g (want %g)", x, gain[x], g,
+					     tot[x], w);
+			}
+		}
+		ok(bad == 0, "gains: as counted afresh (%s)",
+		   run ? "3 tries" : "lean");
+	}
+	cm_matrix_free(m);
 }
 
 /* A path a-b (2), b-c (3), c-d (2) under one node of two cores: the best
@@ -404,7 +502,9 @@ int main(void)
 	test_deterministic();
 	test_spread_quota();
 	test_stencil_fm();
+	test_heap();
 	test_multilevel();
+	test_multilevel_gains();
 	test_pairs_exact();
 	test_lean_place();
 	test_refine_effort();

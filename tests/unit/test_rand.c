@@ -56,10 +56,48 @@ static void test_shuffle(void)
 	ok(moved > 25, "shuffle moves most elements (%d of 50)", moved);
 }
 
+/* cm_rand_below() as it was written first (two divisions per draw): the
+ * same values must come out of the same states, rejections included. */
+static uint64_t below_reference(uint64_t *state, uint64_t bound)
+{
+	uint64_t limit, r;
+
+	if (bound == 0)
+		return 0;
+	limit = UINT64_MAX - UINT64_MAX % bound;
+	do {
+		r = cm_rand_next(state);
+	} while (r >= limit);
+	return r % bound;
+}
+
+/* Bounds with no rejection to speak of, powers of two (where the old
+ * limit also rejected the last whole block) and 2^63 + 1, where about
+ * half of the draws are rejected. */
+static void test_below_reference(void)
+{
+	static const uint64_t bounds[] = {
+		1, 2, 3, 7, 1000, 1u << 20, (uint64_t)1 << 32,
+		((uint64_t)1 << 63) + 1, (uint64_t)1 << 63,
+		UINT64_MAX / 3, UINT64_MAX - 1, UINT64_MAX
+	};
+	int same = 1;
+
+	for (size_t b = 0; b < sizeof(bounds) / sizeof(bounds[0]); b++) {
+		uint64_t s1 = 12345 + b, s2 = 12345 + b;
+
+		for (int k = 0; k < 2000 && same; k++)
+			same = cm_rand_below(&s1, bounds[b]) ==
+			       below_reference(&s2, bounds[b]) && s1 == s2;
+	}
+	ok(same, "below: the same draws and rejections as two divisions");
+}
+
 int main(void)
 {
 	test_deterministic();
 	test_below();
+	test_below_reference();
 	test_shuffle();
 	return done_testing();
 }
