@@ -64,6 +64,7 @@
 
 struct agent {
 	int cost_logged;	/* the measured sampling cost was logged */
+	int time_sampled;	/* the sample backend: CPU-time sampling */
 	const struct cm_agent_opts *o;
 	enum cm_agent_mode mode;	/* learned runs as dynamic for now */
 	struct cm_tracker *tr;
@@ -747,12 +748,15 @@ static void note_full_remap(struct agent *a, const struct live_set *s,
 }
 
 /* Are the weights observed under the threads' placement?  Only when the
- * agent really pins (not a dry run, pinning not given up): then pairs
- * pinned near each other are seen less (remap_policy.h,
- * CM_REMAP_NEAR_SEEN) and their events are corrected. */
+ * agent really pins (not a dry run, pinning not given up) and samples in
+ * CPU time (the sample backend): then pairs pinned near each other are
+ * seen less (remap_policy.h, CM_REMAP_NEAR_SEEN) and their events are
+ * corrected.  Hinting faults (fault) and hardware samples counted in
+ * events (hw) do not weigh accesses by their CPU time: not corrected. */
 static double near_seen(const struct agent *a)
 {
-	return !a->dry_run && a->pin_ok && a->topo ? CM_REMAP_NEAR_SEEN : 1.0;
+	return a->time_sampled && !a->dry_run && a->pin_ok && a->topo ?
+	       CM_REMAP_NEAR_SEEN : 1.0;
 }
 
 /* This interval's events were observed with the threads where they are
@@ -1360,6 +1364,7 @@ static void start_collector(struct agent *a)
 		struct cm_collect_stats st;
 
 		cm_collect_stats(a->col, &st);
+		a->time_sampled = st.backend == CM_COLLECT_SAMPLE;
 		a->res.backend = cm_agent_backend_name(
 			st.backend == CM_COLLECT_HW ? CM_AGENT_BACKEND_HW :
 			st.backend == CM_COLLECT_FAULT ? CM_AGENT_BACKEND_FAULT :
