@@ -64,6 +64,7 @@
 
 struct agent {
 	int cost_logged;	/* the measured sampling cost was logged */
+	int time_sampled;	/* the sample backend: CPU-time sampling */
 	const struct cm_agent_opts *o;
 	enum cm_agent_mode mode;	/* learned runs as dynamic for now */
 	struct cm_tracker *tr;
@@ -746,6 +747,41 @@ static void note_full_remap(struct agent *a, const struct live_set *s,
 	a->last_full_ns = now_ns();
 }
 
+/* Are the weights observed under the threads' placement?  Only when the
+ * agent really pins (not a dry run, pinning not given up) and samples in
+ * CPU time (the sample backend): then pairs pinned near each other are
+ * seen less (remap_policy.h, CM_REMAP_NEAR_SEEN) and their events are
+ * corrected.  Hinting faults (fault) and hardware samples counted in
+ * events (hw) do not weigh accesses by their CPU time: not corrected. */
+static double near_seen(const struct agent *a)
+{
+	return a->time_sampled && !a->dry_run && a->pin_ok && a->topo ?
+	       CM_REMAP_NEAR_SEEN : 1.0;
+}
+
+/* This interval's events were observed with the threads where they are
+ * now (pins happen at interval ends and as threads appear): correct them
+ * for the co-location bias before they reach the live and total
+ * matrices, so that the gain of a remap, the partner filter and the
+ * result (and the learned models made from it) compare pairs as if all
+ * were seen across cores. */
+static void correct_colocation(struct agent *a)
+{
+	int n = cm_matrix_nthreads(a->fresh);
+	int *pu;
+
+	if (near_seen(a) >= 1 || n == 0)
+		return;
+	pu = malloc((size_t)n * sizeof(int));
+	if (!pu)
+		return;
+	for (int i = 0; i < n; i++)
+		pu[i] = i < a->cap && a->cur_os[i] >= 0 ?
+			cm_topo_pu_by_os_index(a->topo, a->cur_os[i]) : -1;
+	cm_remap_correct_near(a->topo, a->fresh, n, pu, near_seen(a));
+	free(pu);
+}
+
 /* Decide what to move (remap_policy.h, cm_remap_plan): threads not placed
  * yet are placed around the placed ones, which move only when a complete
  * remap gains more than the threshold and the sampling noise, and not
@@ -768,7 +804,7 @@ static enum cm_remap_plan_kind remap(struct agent *a,
 		goto out;
 	current_pus(a, s, cur);
 	if (cm_remap_plan(a->topo, sub, s->n, cur, hold ? undo : NULL,
-			  a->o->gain, pu, &plan, &err) < 0) {
+			  a->o->gain, near_seen(a), pu, &plan, &err) < 0) {
 		agent_warn("mapping failed: %s", err.text);
 		goto out;
 	}
@@ -1205,6 +1241,7 @@ static void interval_end(struct agent *a)
 	struct cm_matrix *sub = NULL;
 
 	a->res.stats.intervals++;
+	correct_colocation(a);
 	cm_matrix_merge(a->live, a->fresh, 1.0);
 	cm_matrix_merge(a->total, a->fresh, 1.0);
 	cm_matrix_free(a->fresh);
@@ -1327,6 +1364,7 @@ static void start_collector(struct agent *a)
 		struct cm_collect_stats st;
 
 		cm_collect_stats(a->col, &st);
+		a->time_sampled = st.backend == CM_COLLECT_SAMPLE;
 		a->res.backend = cm_agent_backend_name(
 			st.backend == CM_COLLECT_HW ? CM_AGENT_BACKEND_HW :
 			st.backend == CM_COLLECT_FAULT ? CM_AGENT_BACKEND_FAULT :

@@ -535,7 +535,9 @@ static void rate_setup(struct cm_collector *c)
 	cm_rate_config_default(&c->rcfg);
 	if (!(c->o.overhead_target > 0) || c->backend != CM_COLLECT_SAMPLE)
 		return;
-	c->rcfg.target = c->o.overhead_target;
+	/* Aim below the budget by the model's measured error
+	 * (sample_rate.h, CM_RATE_AIM). */
+	c->rcfg.target = c->o.overhead_target * CM_RATE_AIM;
 	cached = cost_cache_read(&c->o);
 	if (cached) {
 		c->rcfg.sample_cost_ns = cached;

@@ -97,9 +97,44 @@ int cm_remap_thread_has_evidence(double row_sum, double max_row_sum)
 	       row_sum >= CM_REMAP_MIN_THREAD_SHARE * max_row_sum;
 }
 
+int cm_remap_near(const struct cm_topo *topo, int a, int b)
+{
+	return a >= 0 && b >= 0 &&
+	       cm_topo_distance(topo, a, b) < cm_level_weight(CM_LEVEL_L3);
+}
+
+int cm_remap_correct_near(const struct cm_topo *topo, struct cm_matrix *m,
+			  int n, const int *pu, double seen)
+{
+	int nm, done = 0;
+
+	if (!topo || !m || n < 0 || (n > 0 && !pu) || !(seen > 0) ||
+	    seen > 1)
+		return errno = EINVAL, -1;
+	nm = cm_matrix_nthreads(m);
+	for (int i = 0; i < n && i < nm; i++) {
+		const struct cm_matrix_entry *row;
+		int cnt = cm_matrix_row(m, i, &row);
+
+		/* Setting an existing edge changes its weight in place: the
+		 * row stays as it is while we walk it. */
+		for (int e = 0; e < cnt; e++) {
+			int j = row[e].col;
+
+			if (j <= i || j >= n || !cm_remap_near(topo, pu[i],
+							       pu[j]))
+				continue;
+			if (cm_matrix_set(m, i, j, row[e].w / seen) < 0)
+				return -1;
+			done++;
+		}
+	}
+	return done;
+}
+
 double cm_remap_cost_noise(const struct cm_topo *topo,
 			   const struct cm_matrix *m, int n, const int *a,
-			   const int *b)
+			   const int *b, double near_seen)
 {
 	double var = 0;
 
@@ -115,7 +150,11 @@ double cm_remap_cost_noise(const struct cm_topo *topo,
 				continue;
 			d = cm_topo_distance(topo, a[i], a[j]) -
 			    cm_topo_distance(topo, b[i], b[j]);
-			var += row[e].w * d * d;
+			/* A corrected weight w is w * near_seen events: its
+			 * Poisson variance, in weight units, w / near_seen. */
+			var += row[e].w * d * d /
+			       (near_seen < 1 && cm_remap_near(topo, a[i], a[j]) ?
+				near_seen : 1.0);
 		}
 	}
 	return sqrt(var);
@@ -169,11 +208,11 @@ int cm_remap_undo_allowed(double since_ms, int undos)
 /* Keep the base (cur completed) unless the complete candidate is worth
  * moving placed threads for, and is not the placement to avoid. */
 static void choose(const struct cm_topo *topo, const struct cm_matrix *m,
-		   int n, const int *avoid, double gain, const int *full,
-		   int *pu, struct cm_remap_plan *plan)
+		   int n, const int *avoid, double gain, double near_seen,
+		   const int *full, int *pu, struct cm_remap_plan *plan)
 {
 	plan->cost_full = cm_cost(topo, m, full);
-	plan->noise = cm_remap_cost_noise(topo, m, n, pu, full);
+	plan->noise = cm_remap_cost_noise(topo, m, n, pu, full, near_seen);
 	if (!cm_remap_accept(plan->cost_base, plan->cost_full, plan->noise,
 			     gain))
 		return;
@@ -199,13 +238,14 @@ static void plan_finish(const struct cm_topo *topo, const struct cm_matrix *m,
 
 int cm_remap_plan(const struct cm_topo *topo, const struct cm_matrix *m,
 		  int n, const int *cur, const int *avoid, double gain,
-		  int *pu, struct cm_remap_plan *plan, struct cm_error *err)
+		  double near_seen, int *pu, struct cm_remap_plan *plan,
+		  struct cm_error *err)
 {
 	int *full;
 	int rc;
 
 	if (!topo || !m || !plan || n < 0 || n != cm_matrix_nthreads(m) ||
-	    (n > 0 && (!cur || !pu)))
+	    (n > 0 && (!cur || !pu)) || !(near_seen > 0) || near_seen > 1)
 		return cm_errorf(err, EINVAL, "remap plan: bad argument");
 	memset(plan, 0, sizeof(*plan));
 	plan->cost_cur = plan->cost_base = plan->cost_full = -1;
@@ -241,7 +281,8 @@ int cm_remap_plan(const struct cm_topo *topo, const struct cm_matrix *m,
 		/* Of the candidate's equivalent relabellings, the one that
 		 * leaves most threads where the base has them. */
 		if (cm_map_align(topo, n, pu, full) == 0)
-			choose(topo, m, n, avoid, gain, full, pu, plan);
+			choose(topo, m, n, avoid, gain, near_seen, full, pu,
+			       plan);
 	} else {
 		/* No candidate: the base alone is still a valid answer. */
 		rc = 0;

@@ -24,6 +24,9 @@
  *    remap back to where the previous one took the threads from waits a
  *    hold that doubles with each such undo; threads with too little
  *    evidence of their own are not mapped at all.
+ *  - Co-location bias: under real pinning, the events of pairs pinned near
+ *    each other are corrected for being seen less (cm_remap_correct_near,
+ *    CM_REMAP_NEAR_SEEN) before any of the above compares placements.
  */
 #ifndef COMMAP_REMAP_POLICY_H
 #define COMMAP_REMAP_POLICY_H
@@ -58,8 +61,9 @@
  * automorphisms) is an oscillation unless the pattern really went back:
  * on this machine the communication of threads sharing a PU was detected
  * at about half the rate of the same threads on two PUs (MPI ring, 2 PUs),
- * so the grouping not in use always looks better after a few seconds.
- * Such an undo waits CM_REMAP_UNDO_HOLD_MS after the previous remap,
+ * so the grouping not in use looked better after a few seconds; that bias
+ * is now corrected (CM_REMAP_NEAR_SEEN), and the hold stays as a bound on
+ * what noise and other biases can still do.  Such an undo waits CM_REMAP_UNDO_HOLD_MS after the previous remap,
  * doubled for each undo in a row: churn grows with the log of the run
  * time, and a real return to an earlier phase is still followed. */
 #define CM_REMAP_UNDO_HOLD_MS 4000.0
@@ -72,6 +76,21 @@
  * changes 2.7 - 8.5 at their first detection (t0730's phases, 250 us).
  * 3 keeps most noise out; what passes is bounded by the undo hold. */
 #define CM_REMAP_NOISE_Z 3.0
+/* Co-location bias of the sample backend (docs/detection.md, "Co-location
+ * bias"): samples are taken in CPU time, and a thread spends less CPU time
+ * per byte on data it shares with a thread near it (same PU or a cache
+ * below the L3: the lines stay in that cache) than with a thread on
+ * another core (every line crosses between private caches).  An event
+ * needs a sample of each of the two threads on the block, so the bias
+ * enters twice: the same pair pinned to one PU was detected at 0.40 - 0.61
+ * (median 0.49) of its rate on two PUs, with the same buffer passes
+ * (4-thread ring pinned in both groupings, 12 pairs in 6 runs; per
+ * buffer the samples were 0.72 - 0.75 of the remote buffer's).  Uncorrected, the grouping in
+ * use always looked about twice worse than the alternative.  The agent
+ * divides what a pair pinned near each other shows by this factor, the
+ * lowest ratio measured, so a candidate must be better even if the near
+ * pairs were seen at the least rate measured. */
+#define CM_REMAP_NEAR_SEEN 0.4
 
 /* Next interval: cur - 50 ms when the pattern changed, cur + 50 ms when
  * not, clamped to [50, 1000] ms (LHMapping §3.4.2). */
@@ -125,14 +144,31 @@ void cm_remap_decide(const struct cm_remap_input *in,
  * busiest thread's to max_row_sum, have enough evidence to be mapped? */
 int cm_remap_thread_has_evidence(double row_sum, double max_row_sum);
 
+/* Are PUs a and b (indices) near for the co-location bias: both placed
+ * and closer than the L3's distance weight (the same PU, SMT siblings, a
+ * shared L1 or L2)? */
+int cm_remap_near(const struct cm_topo *topo, int a, int b);
+
+/* Correct the events m (n threads, indexed like pu) observed while the
+ * threads were pinned to pu (PU indices, -1: not pinned, its edges are
+ * left alone) for the co-location bias: every edge between two threads
+ * pinned near each other (cm_remap_near) is divided by seen (0 < seen <=
+ * 1; CM_REMAP_NEAR_SEEN).  Returns the number of edges corrected, -1 with
+ * errno EINVAL on bad arguments. */
+int cm_remap_correct_near(const struct cm_topo *topo, struct cm_matrix *m,
+			  int n, const int *pu, double seen);
+
 /* Sampling noise of the cost difference between placements a and b (PU
  * indices, n threads, all placed): sqrt(sum over edges of w * (d_a -
  * d_b)^2), each weight taken as a Poisson count of events (an aged
  * weight has less variance than that: the bound is conservative).
- * Edges whose distance is the same in both contribute nothing. */
+ * Edges whose distance is the same in both contribute nothing.  With
+ * near_seen < 1 the weights of pairs near in a were corrected by
+ * cm_remap_correct_near (w = events / near_seen): their variance is
+ * w / near_seen.  near_seen = 1: uncorrected weights. */
 double cm_remap_cost_noise(const struct cm_topo *topo,
 			   const struct cm_matrix *m, int n, const int *a,
-			   const int *b);
+			   const int *b, double near_seen);
 
 /* Is moving from a placement of cost cost_cur to one of cost_new worth
  * its migrations?  cm_remap_worth() and the gain exceeds
@@ -179,11 +215,14 @@ int cm_remap_undo_allowed(double since_ms, int undos);
  *    (cm_map_align), replaces it only if cm_remap_accept(base, full)
  *    with the relative gain `gain`, and it is not equivalent to `avoid`
  *    (PU indices, n entries; NULL: nothing to avoid), the placement an
- *    undo would return to while the hold is on (cm_remap_undo_allowed).
+ *    undo would return to while the hold is on (cm_remap_undo_allowed);
+ *    near_seen: as for cm_remap_cost_noise (the weights of m were
+ *    corrected for the co-location bias under cur, or 1).
  * 0 on success (plan filled); -1 with errno/err when no mapping could be
  * made (then pu is unspecified). */
 int cm_remap_plan(const struct cm_topo *topo, const struct cm_matrix *m,
 		  int n, const int *cur, const int *avoid, double gain,
-		  int *pu, struct cm_remap_plan *plan, struct cm_error *err);
+		  double near_seen, int *pu, struct cm_remap_plan *plan,
+		  struct cm_error *err);
 
 #endif

@@ -42,6 +42,15 @@
 #include <stdint.h>
 
 #define CM_RATE_DEFAULT_TARGET 0.01		/* 1% of the application */
+/* The share of the user's budget the period aims at (the collector gives
+ * the policy target = budget x CM_RATE_AIM).  The model does not see all
+ * that the application pays: the cost measured at start runs register
+ * arithmetic, which the interrupt does not disturb, and real code pays
+ * more per sample (at a 1% budget the application's CPU ratio was 1.009 -
+ * 1.011 on a quiet machine: ~17 us per sample against 13.6 measured,
+ * +25%).  Aiming at 0.8 of the budget absorbs that error (1 / 0.8 =
+ * 1.25): the promise is kept with the model's known error, not at it. */
+#define CM_RATE_AIM 0.8
 #define CM_RATE_DEFAULT_MIN_NS 250000ull	/* 250 µs */
 #define CM_RATE_DEFAULT_MAX_NS 10000000ull	/* 10 ms */
 #define CM_RATE_DEFAULT_COST_NS 15000ull	/* per sample when not

@@ -9,9 +9,12 @@
 #    no placed thread ever moves, and each pair ends on one core.
 # 2. The demo's MPI job (2 ranks x 2 threads in a ring, plus Open MPI's
 #    helper threads) on this machine's CPUs: a ring of 4 on 2 PUs has two
-#    equally good groupings, and before this the agent alternated between
-#    them (16 migrations in 4 s in the demo).  Now no thread moves twice.
-#    Skipped without MPI.
+#    equally good groupings.  The agent used to alternate between them (16
+#    migrations in 4 s in the demo), then, with the undo hold, to regroup
+#    once: pairs pinned to one PU are detected at about half the rate of
+#    pairs across cores (docs/detection.md "Co-location bias").  With the
+#    bias corrected, no thread moves after the first placement.  Skipped
+#    without MPI.
 . "$top_srcdir/tests/integration/tap.sh"
 pairs="$top_builddir/tests/agent/pairs"
 wl_mpi="$top_builddir/tests/workloads/wl-mpi"
@@ -65,19 +68,27 @@ if "$wl_mpi" --help >/dev/null 2>&1; [ $? -eq 77 ] ||
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
-# A fixed period (the adaptive one may sample so little in 3 s that
-# nothing is mapped: then there is nothing to check).
-run "$commap" run -v --period-us 500 --output "$T/ring.json" -- \
-	mpirun --oversubscribe \
-	--bind-to none -np 2 "$wl_mpi" --pattern ring --threads 2 --seconds 3
+# A fixed, short period and a run measured in CPU time (2 s per thread;
+# --seconds only bounds it): enough events for the old bias to show
+# beyond the noise also on a loaded machine, where a 3 s run sampled too
+# little for it (the adaptive period may sample so little that nothing is
+# mapped: then there is nothing to check).
+run "$commap" run -v --period-us 250 --output "$T/ring.json" -- \
+	mpirun --oversubscribe --bind-to none -np 2 "$wl_mpi" --pattern ring \
+	--threads 2 --cpu-seconds 2 --seconds 120
 is "MPI ring: exit 0" "$status" 0
 ok "MPI ring: the ranks' threads were pinned" py "$T/ring.json" \
 	'len(pinned) >= 4'
-# One regrouping can still happen (threads sharing a PU are detected less
-# than the same threads on two PUs, docs/agent.md "Stability"); going
-# back is held for 4 s, so no thread moves twice in 3 s.
-ok "MPI ring: no placed thread moved twice (no ping-pong)" py "$T/ring.json" \
-	'all(sum(1 for m in moved if m["thread"] == t) <= 1 for t in pinned)'
+# The grouping of the first placement is as good as the other one: no
+# regrouping.  Before the co-location bias was corrected the agent
+# regrouped in 5 runs of 6 on a quiet machine (3 s runs) and in 2 of 4
+# under a load of 12 (this run), where co-location gains less and the
+# bias is smaller; test_remap_policy.t has the deterministic case.
+ok "MPI ring: no regrouping after the first placement" py "$T/ring.json" \
+	'not moved'
+py "$T/ring.json" 'not moved' ||
+	diag "moves: $(python3 -c 'import json, sys
+print(json.load(open(sys.argv[1]))["migrations"])' "$T/ring.json")"
 diag "MPI ring: $(grep -c 'mapping applied' "$T/err") mappings;" \
 	"$(grep 'migrations,' "$T/err")"
 done_testing

@@ -177,14 +177,14 @@ static void test_noise_and_accept(void)
 
 	cm_matrix_add(m, 0, 1, 9);
 	cm_matrix_add(m, 0, 2, 16);
-	is_double(cm_remap_cost_noise(t, m, 3, a, a), 0, 1e-12,
+	is_double(cm_remap_cost_noise(t, m, 3, a, a, 1.0), 0, 1e-12,
 		  "noise: same placement, 0");
 	want = sqrt(9.0 * (d_core - d_pack) * (d_core - d_pack) +
 		    16.0 * (d_pack - d_core) * (d_pack - d_core));
-	ok(fabs(cm_remap_cost_noise(t, m, 3, a, b) - want) < 1e-9,
+	ok(fabs(cm_remap_cost_noise(t, m, 3, a, b, 1.0) - want) < 1e-9,
 	   "noise: sqrt(sum w * (d_a - d_b)^2) = %.3f", want);
 	cm_matrix_add(m, 1, 2, 100);
-	is_double(cm_remap_cost_noise(t, m, 3, a, b), want, 1e-9,
+	is_double(cm_remap_cost_noise(t, m, 3, a, b, 1.0), want, 1e-9,
 		  "noise: an edge at the same distance in both adds nothing");
 	ok(cm_remap_accept(100, 65, 10, 0.05), "accept: gain 35 > 3 x 10");
 	ok(!cm_remap_accept(100, 75, 10, 0.05), "accept: gain 25 is not "
@@ -371,7 +371,7 @@ static void test_plan_stability(void)
 	struct cm_error err;
 	int cur[6] = { 0, 0, 1, 1, -1, -1 }, pu[6], full[6];
 
-	is_int(cm_remap_plan(t, m, 4, cur, NULL, 0.05, pu, &plan, &err), 0,
+	is_int(cm_remap_plan(t, m, 4, cur, NULL, 0.05, 1.0, pu, &plan, &err), 0,
 	       "plan: noisy ring, all placed");
 	ok(plan.kind == CM_REMAP_KEEP && moves(4, cur, pu) == 0,
 	   "plan: a 9%% gain within the noise (%.3g vs %.3g, noise %.3g) "
@@ -385,7 +385,7 @@ static void test_plan_stability(void)
 	m = noisy_ring(6, 1);
 	cm_matrix_add(m, 4, 0, 30);
 	cm_matrix_add(m, 5, 2, 30);
-	is_int(cm_remap_plan(t, m, 6, cur, NULL, 0.05, pu, &plan, &err), 0,
+	is_int(cm_remap_plan(t, m, 6, cur, NULL, 0.05, 1.0, pu, &plan, &err), 0,
 	       "plan: 2 new threads");
 	is_int(plan.kind, CM_REMAP_INCREMENTAL, "plan: incremental");
 	is_int(plan.moved, 0, "plan: new threads placed, placed threads "
@@ -404,7 +404,7 @@ static void test_plan_stability(void)
 
 	/* The same 9% with 1000 times the evidence is real: remap. */
 	m = noisy_ring(4, 1000);
-	is_int(cm_remap_plan(t, m, 4, cur, NULL, 0.05, pu, &plan, &err), 0,
+	is_int(cm_remap_plan(t, m, 4, cur, NULL, 0.05, 1.0, pu, &plan, &err), 0,
 	       "plan: the same gain, 1000x the events");
 	ok(plan.kind == CM_REMAP_FULL && plan.moved == 2 &&
 	   plan.cost_new < plan.cost_base && !plan.avoided,
@@ -416,7 +416,7 @@ static void test_plan_stability(void)
 	memcpy(full, pu, sizeof(int) * 4);
 	for (int k = 0; k < 4; k++)
 		full[k] = 1 - full[k];
-	is_int(cm_remap_plan(t, m, 4, cur, full, 0.05, pu, &plan, &err), 0,
+	is_int(cm_remap_plan(t, m, 4, cur, full, 0.05, 1.0, pu, &plan, &err), 0,
 	       "plan: the same, as an undo of the last remap");
 	ok(plan.kind == CM_REMAP_KEEP && plan.avoided && moves(4, cur, pu) == 0,
 	   "plan: an undo during the hold: kept");
@@ -464,7 +464,7 @@ static void test_plan_phase_change(void)
 	cm_matrix_add(m, 2, 3, 2);
 	cm_matrix_add(m, 0, 2, 40);
 	cm_matrix_add(m, 1, 3, 40);
-	is_int(cm_remap_plan(t, m, 4, cur, NULL, 0.05, pu, &plan, &err), 0,
+	is_int(cm_remap_plan(t, m, 4, cur, NULL, 0.05, 1.0, pu, &plan, &err), 0,
 	       "plan: phase change");
 	ok(plan.kind == CM_REMAP_FULL &&
 	   pu[0] / 2 == pu[2] / 2 && pu[1] / 2 == pu[3] / 2,
@@ -488,33 +488,138 @@ static void test_plan_edges(void)
 
 	cm_matrix_add(m, 0, 1, 10);
 	cm_matrix_add(m, 2, 3, 10);
-	is_int(cm_remap_plan(t, m, 4, cur, NULL, 0.05, pu, &plan, &err), 0,
+	is_int(cm_remap_plan(t, m, 4, cur, NULL, 0.05, 1.0, pu, &plan, &err), 0,
 	       "plan: nothing placed");
 	cm_map(t, m, &mo, ref, &err);
 	ok(plan.kind == CM_REMAP_FULL && !memcmp(pu, ref, sizeof(pu)) &&
 	   plan.placed_new == 4 && plan.cost_cur == -1,
 	   "plan: nothing placed: the complete mapping (cm_map)");
 	memcpy(cur, pu, sizeof(cur));
-	is_int(cm_remap_plan(t, m, 4, cur, NULL, 0.05, pu, &plan, &err), 0,
+	is_int(cm_remap_plan(t, m, 4, cur, NULL, 0.05, 1.0, pu, &plan, &err), 0,
 	       "plan: optimal already");
 	ok(plan.kind == CM_REMAP_KEEP && !memcmp(pu, cur, sizeof(pu)) &&
 	   plan.moved == 0, "plan: optimal: keep");
-	is_int(cm_remap_plan(t, m, 0, cur, NULL, 0.05, pu, &plan, &err), -1,
+	is_int(cm_remap_plan(t, m, 0, cur, NULL, 0.05, 1.0, pu, &plan, &err), -1,
 	       "plan: n other than the matrix's: refused");
-	is_int(cm_remap_plan(NULL, m, 4, cur, NULL, 0.05, pu, &plan, &err), -1,
+	is_int(cm_remap_plan(NULL, m, 4, cur, NULL, 0.05, 1.0, pu, &plan, &err), -1,
 	       "plan: no topology: refused");
 	cm_matrix_free(m);
 	m = cm_matrix_new(0);
-	is_int(cm_remap_plan(t, m, 0, NULL, NULL, 0.05, NULL, &plan, &err), 0,
+	is_int(cm_remap_plan(t, m, 0, NULL, NULL, 0.05, 1.0, NULL, &plan, &err), 0,
 	       "plan: no threads");
 	is_int(plan.kind, CM_REMAP_KEEP, "plan: no threads: keep");
 	cm_matrix_free(m);
 	cm_topo_free(t);
 }
 
+/* The co-location bias (remap_policy.h, CM_REMAP_NEAR_SEEN): the MPI ring
+ * of the demo, 4 threads on this machine's 2 PUs (one L3, a private L2
+ * each), pinned as {0,1} {2,3}.  Pinned that way the near pairs 0-1 and
+ * 2-3 were detected at about half the rate of 1-2 and 0-3, with the same
+ * traffic on every edge. */
+static struct cm_matrix *ring_seen(double near, double far)
+{
+	struct cm_matrix *m = cm_matrix_new(4);
+
+	cm_matrix_add(m, 0, 1, near);
+	cm_matrix_add(m, 2, 3, near);
+	cm_matrix_add(m, 1, 2, far);
+	cm_matrix_add(m, 0, 3, far);
+	return m;
+}
+
+static void test_colocation(void)
+{
+	struct cm_topo *t = load("pack:1 l3:1 core:2 pu:1");
+	struct cm_topo *t8 = load("pack:2 core:2 pu:2");
+	struct cm_remap_plan plan;
+	struct cm_error err;
+	struct cm_matrix *m;
+	int cur[4] = { 0, 0, 1, 1 }, pu[4], loose[4] = { 0, -1, 1, 1 };
+	int a[2] = { 0, 0 }, b[2] = { 0, 1 };
+	double want;
+
+	ok(cm_remap_near(t, 0, 0) && !cm_remap_near(t, 0, 1),
+	   "near: one PU; not across the L3 (distance %d)",
+	   cm_topo_distance(t, 0, 1));
+	ok(cm_remap_near(t8, 0, 1) && !cm_remap_near(t8, 0, 2) &&
+	   !cm_remap_near(t8, 0, 4), "near: SMT siblings; not other cores");
+	ok(!cm_remap_near(t, -1, 0) && !cm_remap_near(t, 0, -1),
+	   "near: an unplaced thread is near nothing");
+
+	m = ring_seen(500, 1000);
+	is_int(cm_remap_correct_near(t, m, 4, cur, CM_REMAP_NEAR_SEEN), 2,
+	       "correct: the two near pairs");
+	is_double(cm_matrix_get(m, 0, 1), 500 / CM_REMAP_NEAR_SEEN, 1e-9,
+		  "correct: a near pair divided by CM_REMAP_NEAR_SEEN");
+	is_double(cm_matrix_get(m, 1, 2), 1000, 1e-9,
+		  "correct: a pair across cores as seen");
+	cm_matrix_free(m);
+	m = ring_seen(500, 1000);
+	is_int(cm_remap_correct_near(t, m, 4, loose, CM_REMAP_NEAR_SEEN), 1,
+	       "correct: a pair with an unpinned thread is left alone");
+	is_double(cm_matrix_get(m, 0, 1), 500, 1e-9, "correct: 0-1 as seen");
+	is_int(cm_remap_correct_near(t, m, 4, cur, 1.0), 2,
+	       "correct: seen 1 changes nothing");
+	errno = 0;
+	ok(cm_remap_correct_near(t, m, 4, cur, 0) < 0 && errno == EINVAL &&
+	   cm_remap_correct_near(t, m, 4, cur, 1.5) < 0 &&
+	   cm_remap_correct_near(NULL, m, 4, cur, 0.5) < 0 &&
+	   cm_remap_correct_near(t, m, 4, NULL, 0.5) < 0,
+	   "correct: bad arguments refused (EINVAL)");
+	cm_matrix_free(m);
+
+	/* A corrected weight w is w * seen events: variance w / seen. */
+	m = cm_matrix_new(2);
+	cm_matrix_add(m, 0, 1, 9);
+	want = sqrt(9.0 / CM_REMAP_NEAR_SEEN * 3 * 3);
+	is_double(cm_remap_cost_noise(t, m, 2, a, b, CM_REMAP_NEAR_SEEN), want,
+		  1e-9, "noise: a corrected near pair counts w / seen");
+	is_double(cm_remap_cost_noise(t, m, 2, b, a, CM_REMAP_NEAR_SEEN), 3.0 *
+		  3, 1e-9, "noise: a pair across cores counts w");
+	cm_matrix_free(m);
+
+	/* What the agent did before: the grouping in use looks twice worse
+	 * than the other one, and it regroups. */
+	m = ring_seen(500, 1000);
+	is_int(cm_remap_plan(t, m, 4, cur, NULL, 0.05, 1.0, pu, &plan, &err),
+	       0, "plan, ring as seen: planned");
+	ok(plan.kind == CM_REMAP_FULL && plan.moved == 2,
+	   "plan, ring as seen, uncorrected: regrouped (the old bias: cost "
+	   "%.4g -> %.4g)", plan.cost_base, plan.cost_full);
+	/* Corrected for where the events were seen: both groupings are
+	 * worth the same, nobody moves; at the measured extremes too. */
+	for (double r = 0.40; r < 0.63; r += 0.11) {
+		cm_matrix_free(m);
+		m = ring_seen(1000 * r, 1000);
+		cm_remap_correct_near(t, m, 4, cur, CM_REMAP_NEAR_SEEN);
+		ok(cm_remap_plan(t, m, 4, cur, NULL, 0.05,
+				 CM_REMAP_NEAR_SEEN, pu, &plan, &err) == 0,
+		   "plan, ring seen near at %.2f: planned", r);
+		ok(plan.kind == CM_REMAP_KEEP && moves(4, cur, pu) == 0,
+		   "plan, ring seen near at %.2f, corrected: kept (cost %.4g, "
+		   "candidate %.4g, noise %.3g)", r, plan.cost_base,
+		   plan.cost_full, plan.noise);
+	}
+	/* A real change is still followed: the near pairs stopped. */
+	cm_matrix_free(m);
+	m = ring_seen(20, 1000);
+	cm_remap_correct_near(t, m, 4, cur, CM_REMAP_NEAR_SEEN);
+	is_int(cm_remap_plan(t, m, 4, cur, NULL, 0.05, CM_REMAP_NEAR_SEEN,
+			     pu, &plan, &err), 0, "plan, real change: planned");
+	ok(plan.kind == CM_REMAP_FULL && plan.moved == 2,
+	   "plan, real change, corrected: regrouped");
+	is_int(cm_remap_plan(t, m, 4, cur, NULL, 0.05, 0, pu, &plan, &err), -1,
+	       "plan: near_seen 0 refused");
+	cm_matrix_free(m);
+	cm_topo_free(t);
+	cm_topo_free(t8);
+}
+
 int main(void)
 {
 	test_interval();
+	test_colocation();
 	test_partners();
 	test_worth();
 	test_decide();
