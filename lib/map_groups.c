@@ -90,14 +90,13 @@
  * than Scotch, and the loss was spread over every level of splits (each
  * cut 5-20% above the planes of a coordinate bisection).  Longer FM
  * passes were what paid best there (FM on meshes walks plateaus of equal
- * gains, and a short patience stops on them), then two V-cycles for the
- * splits of at least half of the threads (the links of the top of the
- * tree cost most), then multilevel down to splits of LEAN_LARGE_ML_MIN.
- * These apply to the first split, and below it to meshes (neither loose
- * nor an expander: clusters, pairs, rings and random graphs already cost
- * no more than Scotch there).  Together, on the 4096 stencils over 6
- * seeds: -0.6% (2D) and -1.1% (3D) on average, at 1.6x the instructions
- * (docs/PERFORMANCE.md, "Mapping").  Tried there and dropped: banded
+ * gains, and a short patience stops on them), with the full FM passes.
+ * Two V-cycles for the splits of at least half of the threads and
+ * multilevel down to 128 threads gained more but cost too much time
+ * (LEAN_LARGE_TOP_TRIES, LEAN_LARGE_ML_MIN below).  These apply to the
+ * first split, and below it to meshes (neither loose nor an expander:
+ * clusters, pairs, rings and random graphs already cost no more than
+ * Scotch there) (docs/PERFORMANCE.md, "Mapping").  Tried there and dropped: banded
  * diffusion (Pellegrini 2007) before FM at every level, exact planes on
  * the 3D grid only with 40 passes at 2.4x the instructions and no gain
  * in 2D; several grown starts for the small flat splits. */
@@ -111,10 +110,17 @@
 #define LEAN_LARGE_ML_PATIENCE 40
 #endif
 #ifndef LEAN_LARGE_TOP_TRIES
-#define LEAN_LARGE_TOP_TRIES 2
+#define LEAN_LARGE_TOP_TRIES 1
 #endif
+/* Two V-cycles at the top and multilevel down to 128 threads brought the
+ * 4096 3D stencil level with Scotch, but took it to 21-23 ms on the
+ * quiet Xeon VM of session 5, over the 20 ms target (the old path took
+ * 15.5-18.6 ms there).  One V-cycle and multilevel from 256 threads
+ * (the lean default) keep 15.9 ms, at 1.0036 (2D) and 1.0075 (3D) of
+ * Scotch's cost, against 1.0096 and 1.0133 without the large effort
+ * (docs/PERFORMANCE.md, "Mapping", session 5). */
 #ifndef LEAN_LARGE_ML_MIN
-#define LEAN_LARGE_ML_MIN 128
+#define LEAN_LARGE_ML_MIN 256
 #endif
 
 /* Nodes of pairs with up to this many threads are re-paired by an exact
