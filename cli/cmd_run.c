@@ -39,6 +39,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "remote.h"
 
 #define READY_TIMEOUT_MS 2000
 #define AGENT_FINISH_MS 10000
@@ -446,23 +447,11 @@ static void print_mapping(const json_t *doc)
 	fprintf(stderr, "%s\n", any ? "" : " none (nothing pinned)");
 }
 
-/* Pins that placed a thread for the first time ("from": -1); the others
- * moved a placed thread: the migrations. */
-static size_t count_first_pins(const json_t *migrations)
-{
-	size_t i, k = 0;
-	json_t *e;
-
-	json_array_foreach(migrations, i, e)
-		k += json_integer_value(json_object_get(e, "from")) < 0;
-	return k;
-}
-
 static void print_summary(const char *path, double wall_s)
 {
 	json_error_t jerr;
 	json_t *doc = json_load_file(path, 0, &jerr);
-	const json_t *st, *topo, *w;
+	const json_t *st, *topo, *w, *mig;
 	double cpu;
 	size_t k;
 
@@ -484,12 +473,11 @@ static void print_summary(const char *path, double wall_s)
 		", dry run (not pinned)" : "");
 	print_pairs(json_object_get(doc, "edges"));
 	print_mapping(doc);
+	mig = json_object_get(doc, "migrations");
 	fprintf(stderr, "commap: %zu pins (%zu first placements, %zu "
 		"migrations), %zu mappings; agent CPU %.3f s (%.2f%% of %.2f s "
-		"wall)\n", json_array_size(json_object_get(doc, "migrations")),
-		count_first_pins(json_object_get(doc, "migrations")),
-		json_array_size(json_object_get(doc, "migrations")) -
-		count_first_pins(json_object_get(doc, "migrations")),
+		"wall)\n", json_array_size(mig), remote_count_pins(mig, 0),
+		remote_count_pins(mig, 1),
 		json_array_size(json_object_get(doc, "timeline")), cpu,
 		wall_s > 0 ? 100.0 * cpu / wall_s : 0.0, wall_s);
 	w = json_object_get(doc, "warnings");

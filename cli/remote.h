@@ -40,6 +40,11 @@ void remote_answer_free(struct remote_answer *ans);
 int remote_http_error(const char *base, const char *what,
 		      const struct remote_answer *ans);
 
+/* Entries of a result's migrations list that move a placed thread
+ * (moved = 1: the migrations) or place it for the first time (moved = 0,
+ * "from": -1). */
+size_t remote_count_pins(const json_t *migrations, int moved);
+
 /* URL-escape s into a malloc'ed string (NULL on ENOMEM). */
 char *remote_escape(const char *s);
 

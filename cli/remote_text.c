@@ -177,9 +177,7 @@ static void print_identity(FILE *out, const json_t *doc)
 }
 
 
-/* Entries of the migrations list that move a placed thread (moved = 1)
- * or place it for the first time (moved = 0, "from": -1). */
-static size_t count_moves(const json_t *migrations, int moved)
+size_t remote_count_pins(const json_t *migrations, int moved)
 {
 	size_t i, k = 0;
 	json_t *e;
@@ -227,8 +225,8 @@ static void print_summary(FILE *out, const struct text_result *r)
 	fprintf(out, "  pins         %.0f (%zu first placements), migrations "
 		"%zu, mappings applied %zu\n",
 		jnum(st, "pins", 0),
-		count_moves(json_object_get(doc, "migrations"), 0),
-		count_moves(json_object_get(doc, "migrations"), 1),
+		remote_count_pins(json_object_get(doc, "migrations"), 0),
+		remote_count_pins(json_object_get(doc, "migrations"), 1),
 		json_array_size(json_object_get(doc, "timeline")));
 }
 

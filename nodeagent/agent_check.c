@@ -150,27 +150,34 @@ static int read_knob(const char *path, long *v)
 	return rc;
 }
 
-static void check_knobs(FILE *out)
+/* One "info" line for an integer sysctl: its value and what it means,
+ * or that this kernel has no such file. */
+static void knob_line(FILE *out, const char *what, const char *name,
+		      const char *meaning)
 {
-	char detail[256];
+	char path[128], detail[256];
 	long v;
 
-	if (read_knob("/proc/sys/kernel/numa_balancing", &v) == 0)
-		snprintf(detail, sizeof(detail), "kernel.numa_balancing = %ld "
-			 "(the fault backend needs 1; numa_balancing=manage "
-			 "turns it on)", v);
+	snprintf(path, sizeof(path), "/proc/sys/%s", name);
+	for (char *p = path + strlen("/proc/sys/"); *p; p++)
+		if (*p == '.')
+			*p = '/';
+	if (read_knob(path, &v) == 0)
+		snprintf(detail, sizeof(detail), "%s = %ld (%s)", name, v,
+			 meaning);
 	else
-		snprintf(detail, sizeof(detail), "kernel.numa_balancing not "
-			 "available: no fault backend");
-	line(out, "info", "numa balancing", detail);
-	if (read_knob("/proc/sys/kernel/perf_event_paranoid", &v) == 0)
-		snprintf(detail, sizeof(detail), "kernel.perf_event_paranoid = "
-			 "%ld (root's agents are not limited; 'commap run' as "
-			 "a user needs <= 2)", v);
-	else
-		snprintf(detail, sizeof(detail), "kernel.perf_event_paranoid "
-			 "not available");
-	line(out, "info", "perf paranoid", detail);
+		snprintf(detail, sizeof(detail), "%s not available", name);
+	line(out, "info", what, detail);
+}
+
+static void check_knobs(FILE *out)
+{
+	knob_line(out, "numa balancing", "kernel.numa_balancing",
+		  "the fault backend needs 1; numa_balancing=manage turns it "
+		  "on");
+	knob_line(out, "perf paranoid", "kernel.perf_event_paranoid",
+		  "root's agents are not limited; 'commap run' as a user "
+		  "needs <= 2");
 }
 
 int agent_check(FILE *out)

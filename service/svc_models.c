@@ -949,12 +949,13 @@ static void delete_one(const struct svc_api *api,
 	struct svc_db *db;
 	long long id, uid, runs;
 	json_t *m;
-	int rc = -1;
+	int rc = -1, missing;
 
 	if (model_id_arg(rq, arg, rs, &id) < 0)
 		return;
 	db = svc_db_pool_get(api->pool);
 	m = svc_models_get(db, id, &e);
+	missing = !m && errno == ENOENT;
 	uid = m ? json_integer_value(json_object_get(m, "uid")) : -1;
 	if (m && (uid == (long long)c->uid || c->is_admin)) {
 		read_fold(db, uid, json_string_value(json_object_get(
@@ -963,7 +964,7 @@ static void delete_one(const struct svc_api *api,
 	}
 	svc_db_pool_put(api->pool, db);
 	runs = m ? json_integer_value(json_object_get(m, "runs")) : 0;
-	if (!m && errno == ENOENT) {
+	if (missing) {
 		svc_api_error(rs, 404, "model %lld: not found", id);
 	} else if (!m) {
 		failure(rs, &e);
