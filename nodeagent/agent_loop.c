@@ -1514,6 +1514,14 @@ static void loop(struct agent *a)
 		}
 	}
 	agent_info("finishing: %s", why);
+	if (a->tr) {
+		uint64_t full, quiet;
+
+		cm_tracker_scan_counts(a->tr, &full, &quiet);
+		agent_debug("process scans: %llu full, %llu skipped as quiet",
+			    (unsigned long long)full,
+			    (unsigned long long)quiet);
+	}
 }
 
 /* ---- result --------------------------------------------------------- */

@@ -3,12 +3,14 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "proc_track.h"
 #include "grow.h"
@@ -22,6 +24,14 @@ struct cm_tracker {
 	int nthreads, threads_cap;
 	int *tid_index;		/* open addressing: tid -> thread, -1 empty */
 	int tid_index_cap;	/* power of two */
+	/* The state the last full scan saw (quiet_since_scan): the pid
+	 * namespace's last pid, -1 unknown; per process the link count of
+	 * its task directory. */
+	long last_pid;
+	int last_pid_fd;	/* -1 not opened yet, -2 unavailable */
+	nlink_t *task_nlink;
+	int task_nlink_cap;
+	uint64_t full_scans, quiet_scans;
 };
 
 /* ---- /proc readers ------------------------------------------------- */
@@ -290,8 +300,11 @@ static int add_proc(struct cm_tracker *t, pid_t pid, uint64_t start,
 	struct cm_tracked_proc *p;
 
 	if (cm_grow((void **)&t->procs, &t->procs_cap, t->nprocs + 1,
-		    sizeof(*t->procs)) < 0)
+		    sizeof(*t->procs)) < 0 ||
+	    cm_grow((void **)&t->task_nlink, &t->task_nlink_cap,
+		    t->nprocs + 1, sizeof(*t->task_nlink)) < 0)
 		return -1;
+	t->task_nlink[t->nprocs] = 0;	/* never a real count: rescan */
 	p = &t->procs[t->nprocs];
 	p->pid = pid;
 	p->start = start;
@@ -376,6 +389,8 @@ struct cm_tracker *cm_tracker_new(const char *proc_root, uid_t uid)
 	snprintf(t->root, sizeof(t->root), "%s", proc_root ? proc_root :
 		 "/proc");
 	t->uid = uid;
+	t->last_pid = -1;
+	t->last_pid_fd = -1;
 	return t;
 }
 
@@ -386,6 +401,9 @@ void cm_tracker_free(struct cm_tracker *t)
 	free(t->procs);
 	free(t->threads);
 	free(t->tid_index);
+	free(t->task_nlink);
+	if (t->last_pid_fd >= 0)
+		close(t->last_pid_fd);
 	free(t);
 }
 
@@ -544,14 +562,103 @@ static void mark_exited(struct cm_tracker *t)
 	}
 }
 
+/* ---- quiet scans ----------------------------------------------------
+ *
+ * The agent rescans every --scan-ms (25 ms), and a full scan reads a stat
+ * file per process and per thread and a children file per thread: most
+ * of the agent's own CPU time on a steady job.  Between two scans nothing
+ * a scan looks for can happen without one of these changing:
+ *
+ * - a new thread or process (ours, or one reusing a pid of ours)
+ *   allocates a pid, which moves the pid namespace's last allocated pid
+ *   (/proc/sys/kernel/ns_last_pid, the cursor of its pid allocator);
+ * - a thread that exits lowers its process's thread count, which is the
+ *   link count of /proc/PID/task (2 + threads);
+ * - a process that is reaped loses its /proc directory;
+ * - a provisional rank (proc_track.h) is decided by time or exec: scans
+ *   stay full while one is pending.
+ *
+ * So a scan that finds all of these as the last full scan left them is
+ * skipped.  The state is read before the full scan reads anything, so a
+ * change during it shows at the next scan.  Without ns_last_pid (another
+ * proc root, an old kernel) every scan is full. */
+
+/* The last pid, read through a descriptor kept open: opening a sysctl
+ * file costs more than the rest of a quiet scan, and a read at offset 0
+ * gives its value now. */
+static long read_last_pid(struct cm_tracker *t)
+{
+	char path[PATH_MAX], buf[32];
+	ssize_t n;
+	long v;
+
+	if (t->last_pid_fd == -1) {
+		snprintf(path, sizeof(path), "%s/sys/kernel/ns_last_pid",
+			 t->root);
+		t->last_pid_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (t->last_pid_fd < 0) {
+			t->last_pid_fd = -2;	/* do not try again */
+			return -1;
+		}
+	}
+	if (t->last_pid_fd < 0)
+		return -1;
+	n = pread(t->last_pid_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	if (sscanf(buf, "%ld", &v) != 1 || v < 0)
+		return -1;
+	return v;
+}
+
+/* The link count of process p's task directory, 0 when it is gone. */
+static nlink_t task_nlink(const struct cm_tracker *t, int p)
+{
+	char path[PATH_MAX];
+	struct stat sb;
+
+	snprintf(path, sizeof(path), "%s/%d/task", t->root,
+		 (int)t->procs[p].pid);
+	return stat(path, &sb) == 0 ? sb.st_nlink : 0;
+}
+
+static int quiet_since_scan(const struct cm_tracker *t, long last_pid)
+{
+	if (last_pid < 0 || last_pid != t->last_pid)
+		return 0;
+	for (int p = 0; p < t->nprocs; p++) {
+		if (t->procs[p].ordinal < 0)
+			return 0;	/* a rank to decide */
+		if (t->procs[p].alive &&
+		    (!t->task_nlink[p] || task_nlink(t, p) != t->task_nlink[p]))
+			return 0;
+	}
+	return 1;
+}
+
+static void record_scan_state(struct cm_tracker *t, long last_pid)
+{
+	t->last_pid = last_pid;
+	for (int p = 0; p < t->nprocs; p++)
+		t->task_nlink[p] = t->procs[p].alive ? task_nlink(t, p) : 0;
+}
+
 int cm_tracker_scan(struct cm_tracker *t)
 {
 	uint64_t now = mono_ns();
+	long last_pid = read_last_pid(t);
 	int added = 0;
 
+	if (quiet_since_scan(t, last_pid)) {
+		t->quiet_scans++;
+		return 0;
+	}
+	t->full_scans++;
+	record_scan_state(t, last_pid);
 	mark_exited(t);
 	/* t->nprocs grows while we scan: new children are scanned in the
-	 * same pass. */
+	 * same pass (their link count is 0: the next scan is full). */
 	for (int p = 0; p < t->nprocs; p++) {
 		if (t->procs[p].ordinal < 0 && !t->procs[p].alive &&
 		    now >= t->procs[p].rank_deadline_ns)
@@ -566,6 +673,13 @@ int cm_tracker_scan(struct cm_tracker *t)
 				scan_children(t, p, t->threads[i].tid, now);
 	}
 	return added;
+}
+
+void cm_tracker_scan_counts(const struct cm_tracker *t, uint64_t *full,
+			    uint64_t *quiet)
+{
+	*full = t->full_scans;
+	*quiet = t->quiet_scans;
 }
 
 void cm_tracker_settle(struct cm_tracker *t)

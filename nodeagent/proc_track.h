@@ -103,6 +103,10 @@ int cm_tracker_add_root(struct cm_tracker *t, pid_t pid, int rank,
  * rank decided as above), provisional ranks made final, and what has
  * exited.  Returns the number of new threads, -1 on error. */
 int cm_tracker_scan(struct cm_tracker *t);
+/* Scans done in full and skipped as quiet (proc_track.c, "quiet scans":
+ * nothing was created or exited since the last full scan). */
+void cm_tracker_scan_counts(const struct cm_tracker *t, uint64_t *full,
+			    uint64_t *quiet);
 
 int cm_tracker_nprocs(const struct cm_tracker *t);
 int cm_tracker_nthreads(const struct cm_tracker *t);

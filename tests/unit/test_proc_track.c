@@ -239,11 +239,120 @@ static void test_pid_reuse(void)
 		diag("cleanup failed");
 }
 
+static void fake_dir(const char *root, const char *rel)
+{
+	char d[512];
+
+	snprintf(d, sizeof(d), "%s/%s", root, rel);
+	mkdir(d, 0755);
+}
+
+/* A fake process PID with the threads TIDS (0-terminated), each with a
+ * stat and an empty children file. */
+static void fake_process(const char *root, int pid, const int *tids)
+{
+	char d[512];
+
+	snprintf(d, sizeof(d), "%d", pid);
+	fake_dir(root, d);
+	snprintf(d, sizeof(d), "%d/task", pid);
+	fake_dir(root, d);
+	snprintf(d, sizeof(d), "%s/%d", root, pid);
+	fake_stat(d, pid, 500);
+	for (int i = 0; tids[i]; i++) {
+		char path[600];
+
+		snprintf(d, sizeof(d), "%s/%d/task/%d", root, pid, tids[i]);
+		mkdir(d, 0755);
+		fake_stat(d, tids[i], 500 + (unsigned)i);
+		snprintf(path, sizeof(path), "%s/children", d);
+		write_file(path, "");
+	}
+}
+
+static void fake_last_pid(const char *root, int v)
+{
+	char path[512], text[32];
+
+	snprintf(path, sizeof(path), "%s/sys/kernel/ns_last_pid", root);
+	snprintf(text, sizeof(text), "%d\n", v);
+	write_file(path, text);
+}
+
+/* Scans are skipped while no pid was allocated and no thread or process
+ * exited (proc_track.c, "quiet scans"), and only then. */
+static void test_quiet_scans(void)
+{
+	char root[] = "/tmp/commap-proc-XXXXXX", path[600];
+	static const int main_tids[] = { 4242, 4243, 0 };
+	static const int child_tids[] = { 4300, 0 };
+	struct cm_tracker *t;
+	uint64_t full, quiet;
+
+	if (!mkdtemp(root))
+		return;
+	fake_dir(root, "sys");
+	fake_dir(root, "sys/kernel");
+	fake_last_pid(root, 4243);
+	fake_process(root, 4242, main_tids);
+	t = cm_tracker_new(root, (uid_t)-1);
+	ok(cm_tracker_add_root(t, 4242, 0, NULL) == 0, "quiet: root added");
+	cm_tracker_scan(t);
+	is_int(cm_tracker_nthreads(t), 2, "quiet: the first scan finds both "
+	       "threads");
+	cm_tracker_scan(t);
+	cm_tracker_scan_counts(t, &full, &quiet);
+	ok(full == 1 && quiet == 1, "nothing changed: the second scan is "
+	   "quiet (full %llu, quiet %llu)", (unsigned long long)full,
+	   (unsigned long long)quiet);
+
+	/* A child appears but the last pid did not move: a scan that
+	 * looked would find it, so finding nothing proves the skip. */
+	fake_process(root, 4300, child_tids);
+	snprintf(path, sizeof(path), "%s/4300/environ", root);
+	write_file(path, "PMIX_RANK=1");
+	snprintf(path, sizeof(path), "%s/4242/task/4242/children", root);
+	write_file(path, "4300 ");
+	cm_tracker_scan(t);
+	is_int(cm_tracker_nprocs(t), 1, "an unchanged last pid skips the "
+	       "scan");
+	fake_last_pid(root, 4300);
+	is_int(cm_tracker_scan(t), 1, "a moved last pid: the child's thread "
+	       "is found");
+	is_int(cm_tracker_nprocs(t), 2, "... and the child process");
+	cm_tracker_scan(t);	/* the child's link count is recorded */
+	cm_tracker_scan(t);
+	cm_tracker_scan_counts(t, &full, &quiet);
+	ok(full == 3 && quiet == 3, "then quiet again (full %llu, quiet "
+	   "%llu)", (unsigned long long)full, (unsigned long long)quiet);
+
+	/* Exits allocate no pid: the link count and the directory show
+	 * them. */
+	snprintf(path, sizeof(path), "rm -rf %s/4242/task/4243", root);
+	if (system(path) != 0)
+		diag("rm failed");
+	cm_tracker_scan(t);
+	is_int(cm_tracker_find_thread(t, 4243), -1, "a thread that exited "
+	       "is seen with the last pid unchanged");
+	ok(cm_tracker_find_thread(t, 4242) >= 0, "its sibling stays");
+	snprintf(path, sizeof(path), "rm -rf %s/4300", root);
+	if (system(path) != 0)
+		diag("rm failed");
+	cm_tracker_scan(t);
+	is_int(cm_tracker_nalive(t), 1, "a reaped process is seen with the "
+	       "last pid unchanged");
+	cm_tracker_free(t);
+	snprintf(path, sizeof(path), "rm -rf %s", root);
+	if (system(path) != 0)
+		diag("cleanup failed");
+}
+
 int main(void)
 {
 	test_real_processes();
 	test_rank_after_exec();
 	test_refusals();
 	test_pid_reuse();
+	test_quiet_scans();
 	return done_testing();
 }
