@@ -3,6 +3,7 @@
 #
 #   bash tests/bench/detect/run-detect.sh [--builddir DIR] [--reps N]
 #        [--periods "default 250 1000 2500"] [--scale K] [--pin] [--stand-in]
+#        [--workloads "compute sharing"]
 #   bash tests/bench/detect/run-detect.sh [--builddir DIR] --long SECONDS
 #        [--start-period US]
 #
@@ -14,12 +15,15 @@
 # --period-us, from the sample cost it measures at start and its 1%
 # budget), runs the application alone and under the
 # detector, interleaved (alone, detected, alone, detected, ...), --reps
-# times each (default 5).  The application times itself (elapsed_s, from
+# times each (default 5; --workloads runs only some).  The application
+# times itself (elapsed_s, from
 # its start barrier to its end), so start-up of the tool is not counted.
 # Prints a Markdown table: medians, ratio detected/alone of the elapsed
 # time and of the application's own CPU time (user + system: it includes
 # the sampling interrupts and is much less disturbed than elapsed time by
-# other jobs on a shared machine), the tool's CPU time, its peak resident
+# other jobs on a shared machine), the interquartile range of the
+# repetitions' own ratios (detected / the alone run just before it: how
+# far the noise reaches), the tool's CPU time, its peak resident
 # memory, samples per second and the share decoded to a data address.
 # For "default" rows the period column is the median period the agent
 # chose and "cost µs" the median sample cost it measured (from its
@@ -49,6 +53,7 @@ long=0
 start_period=
 pin=0
 scale=1
+workloads="compute sharing"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--builddir) builddir=$(cd "$2" && pwd); shift 2 ;;
@@ -57,6 +62,7 @@ while [ $# -gt 0 ]; do
 	--stand-in) standin=1; shift ;;
 	--pin) pin=1; shift ;;
 	--scale) scale=$2; shift 2 ;;
+	--workloads) workloads=$2; shift 2 ;;
 	--long) long=$2; shift 2 ;;
 	--start-period) start_period=$2; shift 2 ;;
 	*) echo "run-detect.sh: unknown option '$1'" >&2; exit 2 ;;
@@ -209,14 +215,20 @@ fi
 declare -A work=(
 	[compute]="--pattern compute --threads 2 --passes $((12000 * scale))"
 	[sharing]="--pattern pairs --threads 2 --passes $((30000 * scale))")
-for w in compute sharing; do
+for w in $workloads; do
+	[ -n "${work[$w]:-}" ] || {
+		echo "run-detect.sh: unknown workload '$w' (compute, sharing)" >&2
+		exit 2
+	}
+done
+for w in $workloads; do
 	for p in $periods; do
 		: >"$T/$w.$p.alone"
 		: >"$T/$w.$p.with"
 	done
 done
 for r in $(seq "$reps"); do
-	for w in compute sharing; do
+	for w in $workloads; do
 		for p in $periods; do
 			# shellcheck disable=SC2086
 			"$wl" ${work[$w]} --report-time |
@@ -228,26 +240,27 @@ for r in $(seq "$reps"); do
 	done
 done
 # One more, untimed, run per row for the tool's peak memory.
-for w in compute sharing; do
+for w in $workloads; do
 	for p in $periods; do
 		# shellcheck disable=SC2086
 		detected "$p" "$T/$w.$p.peak" --peak -- "$wl" ${work[$w]} --report-time
 	done
 done
 
-python3 - "$T" "$tool" "$reps" "$periods" "$pin" <<'EOF'
+python3 - "$T" "$tool" "$reps" "$periods" "$pin" "$workloads" <<'EOF'
 import statistics as st, sys
 d, tool, reps, periods = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split()
 pin = sys.argv[5] == "1"
+workloads = sys.argv[6].split()
 label = ("commap run (agent" + (", pinning)" if pin else ", dry run)")
          if tool == "agent" else
          "STAND-IN: perf record -e cpu-clock:u --user-regs (no decoding)")
 print(f"Detector: {label}; {reps} interleaved repetitions; medians.\n")
 print("| workload | period µs | cost µs | alone s | detected s | ratio | "
-      "app CPU ratio | tool CPU s | tool CPU / app CPU | tool peak RSS MiB | "
-      "samples/s | decoded |")
-print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
-for w in ("compute", "sharing"):
+      "pair ratios IQR | app CPU ratio | tool CPU s | tool CPU / app CPU | "
+      "tool peak RSS MiB | samples/s | decoded |")
+print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+for w in workloads:
     for p in periods:
         arows = [l.split() for l in open(f"{d}/{w}.{p}.alone") if l.strip()]
         alone = [float(r[0]) for r in arows]
@@ -267,6 +280,9 @@ for w in ("compute", "sharing"):
         clabel = (f"{st.median(costs):.1f} ({min(costs):.1f}-{max(costs):.1f})"
                   if costs else "-")
         ratio = st.median(el) / st.median(alone)
+        pairs = sorted(e / a for e, a in zip(el, alone))
+        q = (st.quantiles(pairs, n=4) if len(pairs) >= 2 else
+             [pairs[0]] * 3)
         cratio = st.median(appcpu) / st.median(alonecpu)
         sps = st.median([s / e for s, e in zip(samples, el)])
         dec = (sum(decoded) / sum(samples) if tool == "agent" and
@@ -277,7 +293,7 @@ for w in ("compute", "sharing"):
         def f(x, fmt):
             return "n/a" if x != x else format(x, fmt)
         print(f"| {w} | {plabel} | {clabel} | {st.median(alone):.3f} | {st.median(el):.3f} | "
-              f"{ratio:.3f} | {cratio:.3f} | {f(tcpu, '.3f')} | {f(frac, '.3f')} | "
+              f"{ratio:.3f} | {q[0]:.3f}-{q[2]:.3f} | {cratio:.3f} | {f(tcpu, '.3f')} | {f(frac, '.3f')} | "
               f"{max(peak) / 1024:.1f} | {sps:.0f} | "
               f"{'n/a' if dec != dec else format(dec, '.1%')} |")
 EOF
