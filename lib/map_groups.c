@@ -1187,9 +1187,10 @@ static int bound_reachable(const struct pairs_ctx *c, const int *set, int k,
 	return 1;
 }
 
-/* Unpaired partners of set[i] inside the set lose one: set[i] was paired. */
+/* Unpaired partners of set[i] inside the set lose one: set[i] was paired.
+ * With byd (k <= 64), each moves to the mask of its new degree. */
 static void unlink_paired(const struct pairs_ctx *c, const int *set, int i,
-			  const int *mate)
+			  const int *mate, uint64_t *byd)
 {
 	const struct cm_matrix_entry *row;
 	int deg = place_row(c->pl, set[i], &row);
@@ -1197,9 +1198,39 @@ static void unlink_paired(const struct pairs_ctx *c, const int *set, int i,
 	for (int j = 0; j < deg; j++) {
 		int o = c->loc[row[j].col];
 
-		if (o >= 0 && o != i && mate[o] < 0)
+		if (o >= 0 && o != i && mate[o] < 0) {
+			if (byd) {
+				byd[c->deg[o]] &= ~((uint64_t)1 << o);
+				byd[c->deg[o] - 1] |= (uint64_t)1 << o;
+			}
 			c->deg[o]--;
+		}
 	}
+}
+
+/* The unpaired thread with the fewest unpaired partners (at least one),
+ * ties: the lower index; -1 if none.  byd[d] (k <= 64) has bit i set for
+ * each unpaired i with d partners: the first non-empty mask from d = 1
+ * gives the same thread as the scan, without scanning the set at every
+ * step (the scan was O(k^2) per node of pairs). */
+static int fewest_partners(const struct pairs_ctx *c, int k, const int *mate,
+			   const uint64_t *byd)
+{
+	int u = -1;
+
+	if (byd) {
+		for (int d = 1; d < k; d++)
+			if (byd[d])
+				return __builtin_ctzll(byd[d]);
+		return -1;
+	}
+	/* (one partner left is the fewest there can be: the first such
+	 * thread is the one) */
+	for (int i = 0; i < k && (u < 0 || c->deg[u] > 1); i++)
+		if (mate[i] < 0 && c->deg[i] > 0 &&
+		    (u < 0 || c->deg[i] < c->deg[u]))
+			u = i;
+	return u;
 }
 
 /* The heaviest unpaired partner of set[i] in the set (ties: the lower
@@ -1234,7 +1265,10 @@ static double greedy_pairing(const struct pairs_ctx *c, const int *set,
 {
 	double total = 0, w;
 	int pending = -1;
+	uint64_t masks[64], *byd = k <= 64 ? masks : NULL;
 
+	if (byd)
+		memset(masks, 0, sizeof(masks));
 	for (int i = 0; i < k; i++) {
 		const struct cm_matrix_entry *row;
 		int deg = place_row(c->pl, set[i], &row);
@@ -1244,24 +1278,26 @@ static double greedy_pairing(const struct pairs_ctx *c, const int *set,
 		for (int j = 0; j < deg; j++)
 			c->deg[i] += c->loc[row[j].col] >= 0 &&
 				     c->loc[row[j].col] != i;
+		if (c->deg[i] >= k)	/* a column listed twice: scan */
+			byd = NULL;
+		if (byd)
+			byd[c->deg[i]] |= (uint64_t)1 << i;
 	}
 	for (;;) {
-		int u = -1, b;
+		int u = fewest_partners(c, k, mate, byd), b;
 
-		/* (one partner left is the fewest there can be: the first
-		 * such thread is the one) */
-		for (int i = 0; i < k && (u < 0 || c->deg[u] > 1); i++)
-			if (mate[i] < 0 && c->deg[i] > 0 &&
-			    (u < 0 || c->deg[i] < c->deg[u]))
-				u = i;
 		if (u < 0)
 			break;
 		b = heaviest_unpaired(c, set, u, mate, &w);
 		mate[u] = b;
 		mate[b] = u;
+		if (byd) {
+			byd[c->deg[u]] &= ~((uint64_t)1 << u);
+			byd[c->deg[b]] &= ~((uint64_t)1 << b);
+		}
 		total += w;
-		unlink_paired(c, set, u, mate);
-		unlink_paired(c, set, b, mate);
+		unlink_paired(c, set, u, mate, byd);
+		unlink_paired(c, set, b, mate, byd);
 	}
 	for (int i = 0; i < k; i++) {
 		if (mate[i] >= 0)
