@@ -1052,9 +1052,22 @@ static int node_of_pairs(const struct pairs_ctx *c, int v)
 	return 1;
 }
 
+/* Weight of the link a-b: a short row is scanned in the contiguous copy
+ * (cheaper than the matrix's hash lookup, which was 1% of a mapping of
+ * 1024 threads: one lookup per core); the same value either way. */
+#define PAIR_SCAN_MAX 32
+
 static double pair_weight(const struct pairs_ctx *c, int a, int b)
 {
-	return cm_matrix_get(c->m, a, b);
+	const struct cm_matrix_entry *row;
+	int deg = place_row(c->pl, a, &row);
+
+	if (deg > PAIR_SCAN_MAX)
+		return cm_matrix_get(c->m, a, b);
+	for (int j = 0; j < deg; j++)
+		if (row[j].col == b)
+			return row[j].w;
+	return 0;
 }
 
 static int match_threads(const struct pairs_ctx *c, const int *set, int k,
@@ -1161,7 +1174,9 @@ out:
 }
 
 /* No pairing of the set weighs more than half the sum of each thread's
- * heaviest edge inside the set (best[i], 0 if none). */
+ * heaviest edge inside the set (best[i], 0 if none).  Also counts each
+ * thread's partners in the set (c->deg[i]) for greedy_pairing(), in the
+ * same scan. */
 static double pairing_bound(const struct pairs_ctx *c, const int *set, int k,
 			    double *best)
 {
@@ -1169,12 +1184,17 @@ static double pairing_bound(const struct pairs_ctx *c, const int *set, int k,
 
 	for (int i = 0; i < k; i++) {
 		const struct cm_matrix_entry *row;
-		int deg = place_row(c->pl, set[i], &row);
+		int deg = place_row(c->pl, set[i], &row), in = 0;
 
 		best[i] = 0;
-		for (int j = 0; j < deg; j++)
-			if (c->loc[row[j].col] >= 0 && row[j].w > best[i])
+		for (int j = 0; j < deg; j++) {
+			int o = c->loc[row[j].col];
+
+			if (o >= 0 && row[j].w > best[i])
 				best[i] = row[j].w;
+			in += o >= 0 && o != i;
+		}
+		c->deg[i] = in;
 		sum += best[i];
 	}
 	return sum / 2;
@@ -1279,7 +1299,8 @@ static int heaviest_unpaired(const struct pairs_ctx *c, const int *set,
  * partners goes first (with one left it must take it or lose it), with
  * its heaviest unpaired partner; threads left without partners are paired
  * in order.  On meshes and clusters this usually reaches the bound, so the
- * exact matching is not needed.  Returns the weight. */
+ * exact matching is not needed.  c->deg must hold the partners in the set
+ * (pairing_bound()).  Returns the weight. */
 static double greedy_pairing(const struct pairs_ctx *c, const int *set,
 			     int k, int *mate)
 {
@@ -1290,14 +1311,7 @@ static double greedy_pairing(const struct pairs_ctx *c, const int *set,
 	if (byd)
 		memset(masks, 0, sizeof(masks));
 	for (int i = 0; i < k; i++) {
-		const struct cm_matrix_entry *row;
-		int deg = place_row(c->pl, set[i], &row);
-
-		mate[i] = -1;
-		c->deg[i] = 0;
-		for (int j = 0; j < deg; j++)
-			c->deg[i] += c->loc[row[j].col] >= 0 &&
-				     c->loc[row[j].col] != i;
+		mate[i] = -1;	/* c->deg[i]: from pairing_bound() */
 		if (c->deg[i] >= k)	/* a column listed twice: scan */
 			byd = NULL;
 		if (byd)
