@@ -272,17 +272,20 @@ void cm_heap_clear(struct cm_heap *h)
 void cm_map_spread_weight(const struct cm_topo *topo, int *spread)
 {
 	int nnodes = cm_topo_nnodes(topo);
+	/* the nodes are one array (commap/topology.h): indexed directly,
+	 * no call per node */
+	const struct cm_topo_node *nodes = cm_topo_node(topo, 0);
 
 	for (int i = 0; i < nnodes; i++) {
-		const struct cm_topo_node *node = cm_topo_node(topo, i);
+		const struct cm_topo_node *node = &nodes[i];
 		int under_core = node->parent >= 0 &&
-			cm_topo_node(topo, node->parent)->kind == CM_LEVEL_CORE;
+			nodes[node->parent].kind == CM_LEVEL_CORE;
 
 		spread[i] = node->kind == CM_LEVEL_CORE ||
 			    (node->pu >= 0 && !under_core);
 	}
 	for (int i = nnodes - 1; i > 0; i--)
-		spread[cm_topo_node(topo, i)->parent] += spread[i];
+		spread[nodes[i].parent] += spread[i];
 }
 
 /* Split t threads among children lo..hi-1 of node v in proportion to their
@@ -363,13 +366,14 @@ void cm_map_spread_quota(const struct cm_topo *topo, const int *node_cap,
 			 int n, int *quota)
 {
 	int nnodes = cm_topo_nnodes(topo);
+	const struct cm_topo_node *nodes = cm_topo_node(topo, 0);
 	int *spread = malloc(sizeof(int) * (size_t)nnodes);
 
 	if (!spread) {
 		/* Degrade to capacity-proportional quota: spread = cap. */
 		quota[0] = n;
 		for (int i = 0; i < nnodes; i++) {
-			const struct cm_topo_node *node = cm_topo_node(topo, i);
+			const struct cm_topo_node *node = &nodes[i];
 
 			if (node->nchildren > 0)
 				range_quota(topo, node_cap, node_cap, i, 0,
@@ -380,7 +384,7 @@ void cm_map_spread_quota(const struct cm_topo *topo, const int *node_cap,
 	cm_map_spread_weight(topo, spread);
 	quota[0] = n;
 	for (int i = 0; i < nnodes; i++) {
-		const struct cm_topo_node *node = cm_topo_node(topo, i);
+		const struct cm_topo_node *node = &nodes[i];
 
 		if (node->nchildren > 0)
 			range_quota(topo, node_cap, spread, i, 0,
@@ -393,6 +397,7 @@ void cm_map_spread_quota(const struct cm_topo *topo, const int *node_cap,
 
 struct place {
 	const struct cm_topo *topo;
+	const struct cm_topo_node *nodes;	/* the tree's node array */
 	const struct cm_matrix *m;
 	unsigned flags;
 	uint64_t seed;
@@ -888,7 +893,7 @@ static int bisect(struct place *p, int *T, struct sizes *z)
 /* Cut children lo..hi-1 of v in two halves of nearly equal capacity. */
 static int split_children(const struct place *p, int v, int lo, int hi)
 {
-	int first = cm_topo_node(p->topo, v)->first_child;
+	int first = p->nodes[v].first_child;
 	long long total = 0, left = 0, best_diff = -1;
 	int best = lo + 1;
 
@@ -913,19 +918,19 @@ static int split_children(const struct place *p, int v, int lo, int hi)
  * costs the same), so bisecting below v is wasted work. */
 static int full_pairs_node(const struct place *p, int v, int t)
 {
-	const struct cm_topo_node *node = cm_topo_node(p->topo, v);
+	const struct cm_topo_node *node = &p->nodes[v];
 
 	if (!(p->flags & CM_PLACE_FM) || node->nchildren < 2 ||
 	    t != 2 * node->nchildren || t > PAIRS_EXACT_MAX)
 		return 0;
 	for (int k = 0; k < node->nchildren; k++) {
 		const struct cm_topo_node *c =
-			cm_topo_node(p->topo, node->first_child + k);
+			&p->nodes[node->first_child + k];
 
 		if (c->pu >= 0 || c->nchildren != 2 ||
 		    p->node_cap[node->first_child + k] != 2 ||
-		    cm_topo_node(p->topo, c->first_child)->pu < 0 ||
-		    cm_topo_node(p->topo, c->first_child + 1)->pu < 0)
+		    p->nodes[c->first_child].pu < 0 ||
+		    p->nodes[c->first_child + 1].pu < 0)
 			return 0;
 	}
 	return 1;
@@ -935,16 +940,16 @@ static int full_pairs_node(const struct place *p, int v, int t)
  * bisection order keeps neighbours close; the matching decides). */
 static void place_pairs_node(struct place *p, int v, const int *T)
 {
-	const struct cm_topo_node *node = cm_topo_node(p->topo, v);
+	const struct cm_topo_node *node = &p->nodes[v];
 
 	for (int k = 0; k < node->nchildren; k++) {
 		const struct cm_topo_node *c =
-			cm_topo_node(p->topo, node->first_child + k);
+			&p->nodes[node->first_child + k];
 
 		p->pu_of_thread[T[2 * k]] =
-			cm_topo_node(p->topo, c->first_child)->pu;
+			p->nodes[c->first_child].pu;
 		p->pu_of_thread[T[2 * k + 1]] =
-			cm_topo_node(p->topo, c->first_child + 1)->pu;
+			p->nodes[c->first_child + 1].pu;
 	}
 }
 
@@ -954,7 +959,7 @@ static void place_pairs_node(struct place *p, int v, const int *T)
 static void split_range(struct place *p, int v, int lo, int hi, int *T,
 			int t)
 {
-	const struct cm_topo_node *node = cm_topo_node(p->topo, v);
+	const struct cm_topo_node *node = &p->nodes[v];
 	struct sizes z = { .t = t };
 	int first = node->first_child, mid, na;
 
@@ -981,7 +986,7 @@ static void split_range(struct place *p, int v, int lo, int hi, int *T,
 /* Place T under node v: split among the children, then recurse. */
 static void place_node(struct place *p, int v, int *T, int t)
 {
-	const struct cm_topo_node *node = cm_topo_node(p->topo, v);
+	const struct cm_topo_node *node = &p->nodes[v];
 	int off = 0;
 
 	if (t == 0)
@@ -1017,6 +1022,7 @@ static void place_node(struct place *p, int v, int *T, int t)
 
 struct pairs_ctx {
 	const struct cm_topo *topo;
+	const struct cm_topo_node *nodes;	/* the tree's node array */
 	const struct cm_matrix *m;
 	const struct place *pl;	/* for its copy of the rows */
 	int *pu_of_thread;
@@ -1032,21 +1038,21 @@ static int core_of_thread(const struct pairs_ctx *c, int t)
 {
 	int leaf = cm_topo_leaf_of_pu(c->topo, c->pu_of_thread[t]);
 
-	return cm_topo_node(c->topo, leaf)->parent;
+	return c->nodes[leaf].parent;
 }
 
 /* Does every child of v hold exactly two threads on PUs directly below
  * it? */
 static int node_of_pairs(const struct pairs_ctx *c, int v)
 {
-	const struct cm_topo_node *node = cm_topo_node(c->topo, v);
+	const struct cm_topo_node *node = &c->nodes[v];
 
 	if (node->nchildren < 2)
 		return 0;
 	for (int k = 0; k < node->nchildren; k++) {
 		int ch = node->first_child + k;
 
-		if (cm_topo_node(c->topo, ch)->pu >= 0 || c->second[ch] < 0)
+		if (c->nodes[ch].pu >= 0 || c->second[ch] < 0)
 			return 0;
 	}
 	return 1;
@@ -1120,7 +1126,7 @@ static int match_threads(const struct pairs_ctx *c, const int *set, int k,
 static void assign_pairs(struct pairs_ctx *c, int v, const int *set,
 			 const int *mate)
 {
-	const struct cm_topo_node *node = cm_topo_node(c->topo, v);
+	const struct cm_topo_node *node = &c->nodes[v];
 	int nc = node->nchildren, np = 0;
 	int *pa = malloc(sizeof(int) * (size_t)nc * 5);
 	double *pw = malloc(sizeof(double) * (size_t)nc);
@@ -1373,7 +1379,7 @@ static int better_pairing(const struct pairs_ctx *c, const int *set, int k,
  * two PUs are closest (the same PU when oversubscribed). */
 static void repair_node(struct pairs_ctx *c, int v, int *set, int *mate)
 {
-	const struct cm_topo_node *node = cm_topo_node(c->topo, v);
+	const struct cm_topo_node *node = &c->nodes[v];
 	int k = 0;
 	double now = 0;
 
@@ -1398,8 +1404,8 @@ static int improve_pairs(const struct place *p, int exact_max)
 {
 	const struct cm_topo *topo = p->topo;
 	int nnodes = cm_topo_nnodes(topo), n = p->n;
-	struct pairs_ctx c = { .topo = topo, .m = p->m, .pl = p,
-			       .pu_of_thread = p->pu_of_thread, .n = n,
+	struct pairs_ctx c = { .topo = topo, .nodes = p->nodes, .m = p->m,
+			       .pl = p, .pu_of_thread = p->pu_of_thread, .n = n,
 			       .exact_max = exact_max };
 	int *set = malloc(sizeof(int) * (size_t)n * 2);
 	int rv = -1;
@@ -1507,7 +1513,8 @@ int cm_map_place_seeded(const struct cm_topo *topo,
 			const int *order, unsigned flags, uint64_t seed,
 			int *pu_of_thread)
 {
-	struct place p = { .topo = topo, .m = m, .flags = flags, .seed = seed,
+	struct place p = { .topo = topo, .nodes = cm_topo_node(topo, 0),
+			   .m = m, .flags = flags, .seed = seed,
 			   .n = cm_matrix_nthreads(m),
 			   .use_order = order != NULL,
 			   .pu_of_thread = pu_of_thread };
