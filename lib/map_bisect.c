@@ -94,9 +94,21 @@ static int graph_alloc(struct graph *g, int nv, int nnz)
 	return 0;
 }
 
+/* Row x of m, from the contiguous copy r if there is one. */
+static int row_of(const struct cm_matrix *m, const struct cm_bisect_rows *r,
+		  int x, const struct cm_matrix_entry **row)
+{
+	if (r) {
+		*row = r->adj + r->xadj[x];
+		return r->xadj[x + 1] - r->xadj[x];
+	}
+	return cm_matrix_row(m, x, row);
+}
+
 /* The subgraph of m induced by T, vertex i = T[i]. */
 static int graph_from_threads(struct graph *g, const struct cm_matrix *m,
-			      const int *T, int t, int *loc)
+			      const struct cm_bisect_rows *r, const int *T,
+			      int t, int *loc)
 {
 	int nnz = 0, k = 0;
 
@@ -104,14 +116,14 @@ static int graph_from_threads(struct graph *g, const struct cm_matrix *m,
 		const struct cm_matrix_entry *row;
 
 		loc[T[i]] = i;
-		nnz += cm_matrix_row(m, T[i], &row);
+		nnz += row_of(m, r, T[i], &row);
 	}
 	if (graph_alloc(g, t, nnz))
 		return -1;
 	g->maxvw = 1;
 	for (int i = 0; i < t; i++) {
 		const struct cm_matrix_entry *row;
-		int deg = cm_matrix_row(m, T[i], &row);
+		int deg = row_of(m, r, T[i], &row);
 		double tot = 0;
 
 		g->xadj[i] = k;
@@ -603,6 +615,17 @@ int cm_bisect_multilevel_effort(const struct cm_matrix *m, const int *T,
 				int *loc, signed char *side, double *gain,
 				double *tot)
 {
+	return cm_bisect_multilevel_rows(m, NULL, T, t, ta, tries, seed, eps,
+					 e, loc, side, gain, tot);
+}
+
+int cm_bisect_multilevel_rows(const struct cm_matrix *m,
+			      const struct cm_bisect_rows *rows, const int *T,
+			      int t, int ta, int tries, uint64_t seed,
+			      double eps, const struct cm_bisect_effort *e,
+			      int *loc, signed char *side, double *gain,
+			      double *tot)
+{
 	struct graph lv[MAX_LEVELS];
 	struct work w;
 	uint64_t rng = seed ^ 0x9e3779b97f4a7c15ull;
@@ -617,7 +640,7 @@ int cm_bisect_multilevel_effort(const struct cm_matrix *m, const int *T,
 	w.fm_passes = e ? e->fm_passes : ML_FM_PASSES;
 	w.fm_patience = e ? e->fm_patience : ML_FM_PATIENCE;
 	w.starts = e && e->starts > 0 ? e->starts : INIT_TRIES;
-	if (graph_from_threads(&lv[0], m, T, t, loc))
+	if (graph_from_threads(&lv[0], m, rows, T, t, loc))
 		goto out;
 	if (tries < 1)
 		tries = 1;

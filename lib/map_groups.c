@@ -796,15 +796,16 @@ static int multilevel_split(struct place *p, const int *T, struct sizes *z)
 	int tries = !lean && z->t * TOP_SHARE >= p->n && z->t >= 256 ?
 		    TOP_TRIES : 1;
 	struct cm_bisect_effort e = lean_effort;
+	struct cm_bisect_rows rows = { p->xadj, p->adj };
 
 	if (large_effort(p)) {
 		e.fm_patience = LEAN_LARGE_ML_PATIENCE;
 		if (2 * z->t >= p->n)
 			tries = LEAN_LARGE_TOP_TRIES;
 	}
-	if (cm_bisect_multilevel_effort(p->m, T, z->t, z->ta, tries, p->seed,
-					p->eps, lean ? &e : NULL,
-					p->loc, p->ml_side, p->gain, p->tot))
+	if (cm_bisect_multilevel_rows(p->m, &rows, T, z->t, z->ta, tries,
+				      p->seed, p->eps, lean ? &e : NULL,
+				      p->loc, p->ml_side, p->gain, p->tot))
 		return -1;
 	z->na = 0;
 	for (int i = 0; i < z->t; i++) {
