@@ -65,32 +65,34 @@ struct work {
 	double eps;
 };
 
+/* The arrays of a graph are one block, starting at ew (one allocation
+ * per level instead of six: the levels of every multilevel split are
+ * allocated and freed again). */
 static void graph_free(struct graph *g)
 {
-	free(g->xadj);
-	free(g->adj);
 	free(g->ew);
-	free(g->vw);
-	free(g->tot);
-	free(g->cmap);
 	free(g->part);
 	memset(g, 0, sizeof(*g));
 }
 
 static int graph_alloc(struct graph *g, int nv, int nnz)
 {
-	g->nv = nv;
-	g->xadj = malloc(sizeof(int) * (size_t)(nv + 1));
-	g->adj = malloc(sizeof(int) * (size_t)(nnz > 0 ? nnz : 1));
-	g->ew = malloc(sizeof(double) * (size_t)(nnz > 0 ? nnz : 1));
-	g->vw = malloc(sizeof(int) * (size_t)nv);
-	g->tot = malloc(sizeof(double) * (size_t)(nv > 0 ? nv : 1));
-	g->cmap = malloc(sizeof(int) * (size_t)nv);
-	if (!g->xadj || !g->adj || !g->ew || !g->vw || !g->tot || !g->cmap) {
-		graph_free(g);
+	size_t v = (size_t)(nv > 0 ? nv : 1), e = (size_t)(nnz > 0 ? nnz : 1);
+	char *block = malloc((e + v) * sizeof(double) +
+			     (v + 1 + e + 2 * v) * sizeof(int));
+
+	memset(g, 0, sizeof(*g));
+	if (!block) {
 		errno = ENOMEM;
 		return -1;
 	}
+	g->nv = nv;
+	g->ew = (double *)block;
+	g->tot = g->ew + e;
+	g->xadj = (int *)(g->tot + v);
+	g->adj = g->xadj + v + 1;
+	g->vw = g->adj + e;
+	g->cmap = g->vw + v;
 	return 0;
 }
 
