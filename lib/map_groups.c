@@ -903,15 +903,14 @@ static int bisect(struct place *p, int *T, struct sizes *z)
 	/* The gains are current: a thread's weight to its own side, which
 	 * the next split of that side starts from, is (tot - gain) / 2; no
 	 * row need be scanned again there. */
-	for (int i = 0; i < z->t; i++)
+	for (int i = 0; i < z->t; i++) {
 		p->tot[T[i]] = (p->tot[T[i]] - p->gain[T[i]]) / 2;
+		na += p->side[T[i]] == 0;
+	}
 	p->tot_inherited = 1;
-	for (int i = 0; i < z->t; i++)
-		if (p->side[T[i]] == 0)
-			p->buf[na++] = T[i];
-	for (int i = 0, nb = na; i < z->t; i++)
-		if (p->side[T[i]] == 1)
-			p->buf[nb++] = T[i];
+	/* stable partition: A first, B after, each in the order of T */
+	for (int i = 0, a = 0, b = na; i < z->t; i++)
+		p->buf[p->side[T[i]] == 0 ? a++ : b++] = T[i];
 	for (int i = 0; i < z->t; i++) {
 		p->side[p->buf[i]] = -1;
 		T[i] = p->buf[i];
