@@ -65,38 +65,52 @@ struct work {
 	double eps;
 };
 
+/* The arrays of a graph are one block, starting at ew (one allocation
+ * per level instead of six: the levels of every multilevel split are
+ * allocated and freed again). */
 static void graph_free(struct graph *g)
 {
-	free(g->xadj);
-	free(g->adj);
 	free(g->ew);
-	free(g->vw);
-	free(g->tot);
-	free(g->cmap);
 	free(g->part);
 	memset(g, 0, sizeof(*g));
 }
 
 static int graph_alloc(struct graph *g, int nv, int nnz)
 {
-	g->nv = nv;
-	g->xadj = malloc(sizeof(int) * (size_t)(nv + 1));
-	g->adj = malloc(sizeof(int) * (size_t)(nnz > 0 ? nnz : 1));
-	g->ew = malloc(sizeof(double) * (size_t)(nnz > 0 ? nnz : 1));
-	g->vw = malloc(sizeof(int) * (size_t)nv);
-	g->tot = malloc(sizeof(double) * (size_t)(nv > 0 ? nv : 1));
-	g->cmap = malloc(sizeof(int) * (size_t)nv);
-	if (!g->xadj || !g->adj || !g->ew || !g->vw || !g->tot || !g->cmap) {
-		graph_free(g);
+	size_t v = (size_t)(nv > 0 ? nv : 1), e = (size_t)(nnz > 0 ? nnz : 1);
+	char *block = malloc((e + v) * sizeof(double) +
+			     (v + 1 + e + 2 * v) * sizeof(int));
+
+	memset(g, 0, sizeof(*g));
+	if (!block) {
 		errno = ENOMEM;
 		return -1;
 	}
+	g->nv = nv;
+	g->ew = (double *)block;
+	g->tot = g->ew + e;
+	g->xadj = (int *)(g->tot + v);
+	g->adj = g->xadj + v + 1;
+	g->vw = g->adj + e;
+	g->cmap = g->vw + v;
 	return 0;
+}
+
+/* Row x of m, from the contiguous copy r if there is one. */
+static int row_of(const struct cm_matrix *m, const struct cm_bisect_rows *r,
+		  int x, const struct cm_matrix_entry **row)
+{
+	if (r) {
+		*row = r->adj + r->xadj[x];
+		return r->xadj[x + 1] - r->xadj[x];
+	}
+	return cm_matrix_row(m, x, row);
 }
 
 /* The subgraph of m induced by T, vertex i = T[i]. */
 static int graph_from_threads(struct graph *g, const struct cm_matrix *m,
-			      const int *T, int t, int *loc)
+			      const struct cm_bisect_rows *r, const int *T,
+			      int t, int *loc)
 {
 	int nnz = 0, k = 0;
 
@@ -104,14 +118,14 @@ static int graph_from_threads(struct graph *g, const struct cm_matrix *m,
 		const struct cm_matrix_entry *row;
 
 		loc[T[i]] = i;
-		nnz += cm_matrix_row(m, T[i], &row);
+		nnz += row_of(m, r, T[i], &row);
 	}
 	if (graph_alloc(g, t, nnz))
 		return -1;
 	g->maxvw = 1;
 	for (int i = 0; i < t; i++) {
 		const struct cm_matrix_entry *row;
-		int deg = cm_matrix_row(m, T[i], &row);
+		int deg = row_of(m, r, T[i], &row);
 		double tot = 0;
 
 		g->xadj[i] = k;
@@ -603,6 +617,17 @@ int cm_bisect_multilevel_effort(const struct cm_matrix *m, const int *T,
 				int *loc, signed char *side, double *gain,
 				double *tot)
 {
+	return cm_bisect_multilevel_rows(m, NULL, T, t, ta, tries, seed, eps,
+					 e, loc, side, gain, tot);
+}
+
+int cm_bisect_multilevel_rows(const struct cm_matrix *m,
+			      const struct cm_bisect_rows *rows, const int *T,
+			      int t, int ta, int tries, uint64_t seed,
+			      double eps, const struct cm_bisect_effort *e,
+			      int *loc, signed char *side, double *gain,
+			      double *tot)
+{
 	struct graph lv[MAX_LEVELS];
 	struct work w;
 	uint64_t rng = seed ^ 0x9e3779b97f4a7c15ull;
@@ -617,7 +642,7 @@ int cm_bisect_multilevel_effort(const struct cm_matrix *m, const int *T,
 	w.fm_passes = e ? e->fm_passes : ML_FM_PASSES;
 	w.fm_patience = e ? e->fm_patience : ML_FM_PATIENCE;
 	w.starts = e && e->starts > 0 ? e->starts : INIT_TRIES;
-	if (graph_from_threads(&lv[0], m, T, t, loc))
+	if (graph_from_threads(&lv[0], m, rows, T, t, loc))
 		goto out;
 	if (tries < 1)
 		tries = 1;

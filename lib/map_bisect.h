@@ -42,4 +42,20 @@ int cm_bisect_multilevel_effort(const struct cm_matrix *m, const int *T,
 				int *loc, signed char *side, double *gain,
 				double *tot);
 
+/* m's rows copied one after the other: row x at adj + xadj[x]. */
+struct cm_bisect_rows {
+	const int *xadj;
+	const struct cm_matrix_entry *adj;
+};
+
+/* cm_bisect_multilevel_effort() reading the rows of m from rows (not
+ * NULL) instead of m: the placement keeps such a copy, one block to read
+ * instead of a call per row.  The same result. */
+int cm_bisect_multilevel_rows(const struct cm_matrix *m,
+			      const struct cm_bisect_rows *rows, const int *T,
+			      int t, int ta, int tries, uint64_t seed,
+			      double eps, const struct cm_bisect_effort *e,
+			      int *loc, signed char *side, double *gain,
+			      double *tot);
+
 #endif

@@ -39,15 +39,17 @@ void cm_map_node_capacity(const struct cm_topo *topo, const int *cap,
 			  int *node_cap)
 {
 	int nnodes = cm_topo_nnodes(topo);
+	/* one array (commap/topology.h): no call per node */
+	const struct cm_topo_node *nodes = cm_topo_node(topo, 0);
 
 	/* Children follow their parents in the node array (breadth-first
 	 * or depth-first, either way parent index < child index), so one
 	 * backward pass sums leaves into their ancestors. */
 	for (int i = 0; i < nnodes; i++) {
-		const struct cm_topo_node *node = cm_topo_node(topo, i);
+		const struct cm_topo_node *node = &nodes[i];
 
 		node_cap[i] = node->pu >= 0 ? cap[node->pu] : 0;
 	}
 	for (int i = nnodes - 1; i > 0; i--)
-		node_cap[cm_topo_node(topo, i)->parent] += node_cap[i];
+		node_cap[nodes[i].parent] += node_cap[i];
 }

@@ -81,6 +81,15 @@
 #ifndef LEAN_EXPANDER_CUT
 #define LEAN_EXPANDER_CUT 0.10
 #endif
+/* FM patience of the flat splits below a loose first split: greedy
+ * growing takes whole groups there, and what FM still finds are single
+ * swaps across the light links (a pair of moves); 15 moves without a gain
+ * found nothing more on tests/bench/map (clusters, pairs, ring: the same
+ * costs at every size with 1, 3, 6 or 15) and cost 9% of clusters16 at
+ * 1024 threads (session 6). */
+#ifndef LEAN_LOOSE_FM_PATIENCE
+#define LEAN_LOOSE_FM_PATIENCE 3
+#endif
 #ifndef LEAN_EXPANDER_ML_MIN
 #define LEAN_EXPANDER_ML_MIN 512
 #endif
@@ -263,17 +272,20 @@ void cm_heap_clear(struct cm_heap *h)
 void cm_map_spread_weight(const struct cm_topo *topo, int *spread)
 {
 	int nnodes = cm_topo_nnodes(topo);
+	/* the nodes are one array (commap/topology.h): indexed directly,
+	 * no call per node */
+	const struct cm_topo_node *nodes = cm_topo_node(topo, 0);
 
 	for (int i = 0; i < nnodes; i++) {
-		const struct cm_topo_node *node = cm_topo_node(topo, i);
+		const struct cm_topo_node *node = &nodes[i];
 		int under_core = node->parent >= 0 &&
-			cm_topo_node(topo, node->parent)->kind == CM_LEVEL_CORE;
+			nodes[node->parent].kind == CM_LEVEL_CORE;
 
 		spread[i] = node->kind == CM_LEVEL_CORE ||
 			    (node->pu >= 0 && !under_core);
 	}
 	for (int i = nnodes - 1; i > 0; i--)
-		spread[cm_topo_node(topo, i)->parent] += spread[i];
+		spread[nodes[i].parent] += spread[i];
 }
 
 /* Split t threads among children lo..hi-1 of node v in proportion to their
@@ -354,13 +366,14 @@ void cm_map_spread_quota(const struct cm_topo *topo, const int *node_cap,
 			 int n, int *quota)
 {
 	int nnodes = cm_topo_nnodes(topo);
+	const struct cm_topo_node *nodes = cm_topo_node(topo, 0);
 	int *spread = malloc(sizeof(int) * (size_t)nnodes);
 
 	if (!spread) {
 		/* Degrade to capacity-proportional quota: spread = cap. */
 		quota[0] = n;
 		for (int i = 0; i < nnodes; i++) {
-			const struct cm_topo_node *node = cm_topo_node(topo, i);
+			const struct cm_topo_node *node = &nodes[i];
 
 			if (node->nchildren > 0)
 				range_quota(topo, node_cap, node_cap, i, 0,
@@ -371,7 +384,7 @@ void cm_map_spread_quota(const struct cm_topo *topo, const int *node_cap,
 	cm_map_spread_weight(topo, spread);
 	quota[0] = n;
 	for (int i = 0; i < nnodes; i++) {
-		const struct cm_topo_node *node = cm_topo_node(topo, i);
+		const struct cm_topo_node *node = &nodes[i];
 
 		if (node->nchildren > 0)
 			range_quota(topo, node_cap, spread, i, 0,
@@ -384,6 +397,7 @@ void cm_map_spread_quota(const struct cm_topo *topo, const int *node_cap,
 
 struct place {
 	const struct cm_topo *topo;
+	const struct cm_topo_node *nodes;	/* the tree's node array */
 	const struct cm_matrix *m;
 	unsigned flags;
 	uint64_t seed;
@@ -394,7 +408,9 @@ struct place {
 	int *spread;
 	int *quota;		/* per node, scratch */
 	signed char *side;	/* per thread: -1 outside the split, 0 A, 1 B */
-	char *locked;		/* BFS mark; moved in this FM pass */
+	char *locked;		/* moved in this FM pass */
+	char *ordered;		/* per thread: its group of threads is in
+				 * an order of growing (grow_order()) */
 	int push_neighbours;	/* move_thread() queues unlocked neighbours
 				 * (PUSH_SIDE_B: only those on side B, the
 				 * front of greedy growing) */
@@ -423,6 +439,12 @@ struct place {
 static int large_effort(const struct place *p)
 {
 	return p->large && (!p->effort_set || p->mesh);
+}
+
+/* The first split found a loosely linked graph (LEAN_LOOSE_CUT). */
+static int loose(const struct place *p)
+{
+	return p->effort_set && p->ml_min > p->n;
 }
 
 /* Row x of the matrix, from the contiguous copy: the placement scans
@@ -542,15 +564,19 @@ static void compute_gains(struct place *p, const int *T, int t)
 	}
 }
 
-/* The last thread reached by a breadth-first search from T[0] inside T: a
- * peripheral thread, a good seed for growing (George & Liu). */
+/* The last thread reached by a breadth-first search inside T: a
+ * peripheral thread, a good seed for growing (George & Liu).  Called
+ * before the first move, when every thread of T is on side B (side 1,
+ * the rest -1): a reached thread is marked by side 2, so a link costs one
+ * test (this search scans all of T's rows at every flat split, 10% of a
+ * 1024-thread mapping of clusters16 with two tests). */
 static int peripheral_thread(struct place *p, const int *T, int t)
 {
 	int *queue = p->moves;
 	int head = 0, tail = 0, start = T[p->seed % (uint64_t)t];
 
 	queue[tail++] = start;
-	p->locked[start] = 1;
+	p->side[start] = 2;
 	while (head < tail) {
 		const struct cm_matrix_entry *row;
 		int x = queue[head++];
@@ -559,21 +585,22 @@ static int peripheral_thread(struct place *p, const int *T, int t)
 		for (int k = 0; k < deg; k++) {
 			int y = row[k].col;
 
-			if (p->side[y] >= 0 && !p->locked[y]) {
-				p->locked[y] = 1;
+			if (p->side[y] == 1) {
+				p->side[y] = 2;
 				queue[tail++] = y;
 			}
 		}
 	}
 	for (int i = 0; i < tail; i++)
-		p->locked[queue[i]] = 0;
+		p->side[queue[i]] = 1;
 	return queue[tail - 1];
 }
 
 /* Greedy graph growing: side A grows from a peripheral seed by the best
  * FM gain among the threads adjacent to it; when no thread is adjacent,
  * the first remaining thread of T seeds a new region. */
-static void grow_side_a(struct place *p, const int *T, int t, int ta)
+static void grow_side_a(struct place *p, const int *T, int t, int ta,
+			int *order)
 {
 	struct cm_heap *front = &p->heap[1];
 	int next = 0;
@@ -602,8 +629,30 @@ static void grow_side_a(struct place *p, const int *T, int t, int ta)
 		p->push_neighbours = PUSH_SIDE_B;
 		move_thread(p, x);
 		p->push_neighbours = 0;
+		if (order)
+			order[placed] = x;
 	}
 	cm_heap_clear(front);
+}
+
+/* Loose graphs (LEAN_LOOSE_CUT), the first flat split of a group of
+ * threads: grow side A over all of T instead of ta threads and keep the
+ * order of growing in T; side A is its first ta threads, as growing ta
+ * would have made it.  bisect() keeps the relative order of each side,
+ * so the splits below cut the order of their threads (marked in
+ * p->ordered) instead of growing again: prefixes of a growing order are
+ * compact (whole groups, runs of a ring or of pairs), and FM then mends
+ * the borders.  Greedy growing was a fifth of a mapping of 1024 threads
+ * in groups of 16 (session 6). */
+static void grow_order(struct place *p, int *T, int t, int ta)
+{
+	grow_side_a(p, T, t, t, p->buf);
+	for (int i = 0; i < t; i++) {
+		T[i] = p->buf[i];
+		p->side[T[i]] = i >= ta;
+		p->ordered[T[i]] = 1;
+	}
+	compute_gains(p, T, t);
 }
 
 /* A gain counts only above rounding noise, so that moves cannot cycle. */
@@ -652,7 +701,8 @@ static double fm_pass(struct place *p, const int *T, struct sizes *z)
 	int nmoves = 0, keep = 0, since = 0;
 	int patience = !(p->flags & CM_PLACE_LEAN) ? FM_PATIENCE
 		       : large_effort(p) ? LEAN_LARGE_FM_PATIENCE
-					 : LEAN_FM_PATIENCE;
+		       : loose(p) ? LEAN_LOOSE_FM_PATIENCE
+		       : LEAN_FM_PATIENCE;
 	double sum = 0, best = 0;
 
 	push_border(p, T, z->t);
@@ -746,15 +796,16 @@ static int multilevel_split(struct place *p, const int *T, struct sizes *z)
 	int tries = !lean && z->t * TOP_SHARE >= p->n && z->t >= 256 ?
 		    TOP_TRIES : 1;
 	struct cm_bisect_effort e = lean_effort;
+	struct cm_bisect_rows rows = { p->xadj, p->adj };
 
 	if (large_effort(p)) {
 		e.fm_patience = LEAN_LARGE_ML_PATIENCE;
 		if (2 * z->t >= p->n)
 			tries = LEAN_LARGE_TOP_TRIES;
 	}
-	if (cm_bisect_multilevel_effort(p->m, T, z->t, z->ta, tries, p->seed,
-					p->eps, lean ? &e : NULL,
-					p->loc, p->ml_side, p->gain, p->tot))
+	if (cm_bisect_multilevel_rows(p->m, &rows, T, z->t, z->ta, tries,
+				      p->seed, p->eps, lean ? &e : NULL,
+				      p->loc, p->ml_side, p->gain, p->tot))
 		return -1;
 	z->na = 0;
 	for (int i = 0; i < z->t; i++) {
@@ -816,12 +867,15 @@ static void initial_split(struct place *p, int *T, struct sizes *z)
 	z->na = z->ta;
 	if (wants_multilevel(p, z) && multilevel_split(p, T, z) == 0)
 		return;
-	if (p->use_order) {
+	if (p->use_order || p->ordered[T[0]]) {
 		for (int i = 0; i < z->ta; i++)
 			p->side[T[i]] = 0;
 		compute_gains(p, T, z->t);
+	} else if ((p->flags & CM_PLACE_LEAN) && loose(p) && z->ta > 0 &&
+		   z->ta < z->t) {
+		grow_order(p, T, z->t, z->ta);
 	} else {
-		grow_side_a(p, T, z->t, z->ta);
+		grow_side_a(p, T, z->t, z->ta, NULL);
 	}
 }
 
@@ -849,15 +903,14 @@ static int bisect(struct place *p, int *T, struct sizes *z)
 	/* The gains are current: a thread's weight to its own side, which
 	 * the next split of that side starts from, is (tot - gain) / 2; no
 	 * row need be scanned again there. */
-	for (int i = 0; i < z->t; i++)
+	for (int i = 0; i < z->t; i++) {
 		p->tot[T[i]] = (p->tot[T[i]] - p->gain[T[i]]) / 2;
+		na += p->side[T[i]] == 0;
+	}
 	p->tot_inherited = 1;
-	for (int i = 0; i < z->t; i++)
-		if (p->side[T[i]] == 0)
-			p->buf[na++] = T[i];
-	for (int i = 0, nb = na; i < z->t; i++)
-		if (p->side[T[i]] == 1)
-			p->buf[nb++] = T[i];
+	/* stable partition: A first, B after, each in the order of T */
+	for (int i = 0, a = 0, b = na; i < z->t; i++)
+		p->buf[p->side[T[i]] == 0 ? a++ : b++] = T[i];
 	for (int i = 0; i < z->t; i++) {
 		p->side[p->buf[i]] = -1;
 		T[i] = p->buf[i];
@@ -868,7 +921,7 @@ static int bisect(struct place *p, int *T, struct sizes *z)
 /* Cut children lo..hi-1 of v in two halves of nearly equal capacity. */
 static int split_children(const struct place *p, int v, int lo, int hi)
 {
-	int first = cm_topo_node(p->topo, v)->first_child;
+	int first = p->nodes[v].first_child;
 	long long total = 0, left = 0, best_diff = -1;
 	int best = lo + 1;
 
@@ -893,19 +946,19 @@ static int split_children(const struct place *p, int v, int lo, int hi)
  * costs the same), so bisecting below v is wasted work. */
 static int full_pairs_node(const struct place *p, int v, int t)
 {
-	const struct cm_topo_node *node = cm_topo_node(p->topo, v);
+	const struct cm_topo_node *node = &p->nodes[v];
 
 	if (!(p->flags & CM_PLACE_FM) || node->nchildren < 2 ||
 	    t != 2 * node->nchildren || t > PAIRS_EXACT_MAX)
 		return 0;
 	for (int k = 0; k < node->nchildren; k++) {
 		const struct cm_topo_node *c =
-			cm_topo_node(p->topo, node->first_child + k);
+			&p->nodes[node->first_child + k];
 
 		if (c->pu >= 0 || c->nchildren != 2 ||
 		    p->node_cap[node->first_child + k] != 2 ||
-		    cm_topo_node(p->topo, c->first_child)->pu < 0 ||
-		    cm_topo_node(p->topo, c->first_child + 1)->pu < 0)
+		    p->nodes[c->first_child].pu < 0 ||
+		    p->nodes[c->first_child + 1].pu < 0)
 			return 0;
 	}
 	return 1;
@@ -915,16 +968,16 @@ static int full_pairs_node(const struct place *p, int v, int t)
  * bisection order keeps neighbours close; the matching decides). */
 static void place_pairs_node(struct place *p, int v, const int *T)
 {
-	const struct cm_topo_node *node = cm_topo_node(p->topo, v);
+	const struct cm_topo_node *node = &p->nodes[v];
 
 	for (int k = 0; k < node->nchildren; k++) {
 		const struct cm_topo_node *c =
-			cm_topo_node(p->topo, node->first_child + k);
+			&p->nodes[node->first_child + k];
 
 		p->pu_of_thread[T[2 * k]] =
-			cm_topo_node(p->topo, c->first_child)->pu;
+			p->nodes[c->first_child].pu;
 		p->pu_of_thread[T[2 * k + 1]] =
-			cm_topo_node(p->topo, c->first_child + 1)->pu;
+			p->nodes[c->first_child + 1].pu;
 	}
 }
 
@@ -934,7 +987,7 @@ static void place_pairs_node(struct place *p, int v, const int *T)
 static void split_range(struct place *p, int v, int lo, int hi, int *T,
 			int t)
 {
-	const struct cm_topo_node *node = cm_topo_node(p->topo, v);
+	const struct cm_topo_node *node = &p->nodes[v];
 	struct sizes z = { .t = t };
 	int first = node->first_child, mid, na;
 
@@ -961,7 +1014,7 @@ static void split_range(struct place *p, int v, int lo, int hi, int *T,
 /* Place T under node v: split among the children, then recurse. */
 static void place_node(struct place *p, int v, int *T, int t)
 {
-	const struct cm_topo_node *node = cm_topo_node(p->topo, v);
+	const struct cm_topo_node *node = &p->nodes[v];
 	int off = 0;
 
 	if (t == 0)
@@ -997,6 +1050,7 @@ static void place_node(struct place *p, int v, int *T, int t)
 
 struct pairs_ctx {
 	const struct cm_topo *topo;
+	const struct cm_topo_node *nodes;	/* the tree's node array */
 	const struct cm_matrix *m;
 	const struct place *pl;	/* for its copy of the rows */
 	int *pu_of_thread;
@@ -1012,29 +1066,42 @@ static int core_of_thread(const struct pairs_ctx *c, int t)
 {
 	int leaf = cm_topo_leaf_of_pu(c->topo, c->pu_of_thread[t]);
 
-	return cm_topo_node(c->topo, leaf)->parent;
+	return c->nodes[leaf].parent;
 }
 
 /* Does every child of v hold exactly two threads on PUs directly below
  * it? */
 static int node_of_pairs(const struct pairs_ctx *c, int v)
 {
-	const struct cm_topo_node *node = cm_topo_node(c->topo, v);
+	const struct cm_topo_node *node = &c->nodes[v];
 
 	if (node->nchildren < 2)
 		return 0;
 	for (int k = 0; k < node->nchildren; k++) {
 		int ch = node->first_child + k;
 
-		if (cm_topo_node(c->topo, ch)->pu >= 0 || c->second[ch] < 0)
+		if (c->nodes[ch].pu >= 0 || c->second[ch] < 0)
 			return 0;
 	}
 	return 1;
 }
 
+/* Weight of the link a-b: a short row is scanned in the contiguous copy
+ * (cheaper than the matrix's hash lookup, which was 1% of a mapping of
+ * 1024 threads: one lookup per core); the same value either way. */
+#define PAIR_SCAN_MAX 32
+
 static double pair_weight(const struct pairs_ctx *c, int a, int b)
 {
-	return cm_matrix_get(c->m, a, b);
+	const struct cm_matrix_entry *row;
+	int deg = place_row(c->pl, a, &row);
+
+	if (deg > PAIR_SCAN_MAX)
+		return cm_matrix_get(c->m, a, b);
+	for (int j = 0; j < deg; j++)
+		if (row[j].col == b)
+			return row[j].w;
+	return 0;
 }
 
 static int match_threads(const struct pairs_ctx *c, const int *set, int k,
@@ -1087,7 +1154,7 @@ static int match_threads(const struct pairs_ctx *c, const int *set, int k,
 static void assign_pairs(struct pairs_ctx *c, int v, const int *set,
 			 const int *mate)
 {
-	const struct cm_topo_node *node = cm_topo_node(c->topo, v);
+	const struct cm_topo_node *node = &c->nodes[v];
 	int nc = node->nchildren, np = 0;
 	int *pa = malloc(sizeof(int) * (size_t)nc * 5);
 	double *pw = malloc(sizeof(double) * (size_t)nc);
@@ -1141,7 +1208,9 @@ out:
 }
 
 /* No pairing of the set weighs more than half the sum of each thread's
- * heaviest edge inside the set (best[i], 0 if none). */
+ * heaviest edge inside the set (best[i], 0 if none).  Also counts each
+ * thread's partners in the set (c->deg[i]) for greedy_pairing(), in the
+ * same scan. */
 static double pairing_bound(const struct pairs_ctx *c, const int *set, int k,
 			    double *best)
 {
@@ -1149,12 +1218,17 @@ static double pairing_bound(const struct pairs_ctx *c, const int *set, int k,
 
 	for (int i = 0; i < k; i++) {
 		const struct cm_matrix_entry *row;
-		int deg = place_row(c->pl, set[i], &row);
+		int deg = place_row(c->pl, set[i], &row), in = 0;
 
 		best[i] = 0;
-		for (int j = 0; j < deg; j++)
-			if (c->loc[row[j].col] >= 0 && row[j].w > best[i])
+		for (int j = 0; j < deg; j++) {
+			int o = c->loc[row[j].col];
+
+			if (o >= 0 && row[j].w > best[i])
 				best[i] = row[j].w;
+			in += o >= 0 && o != i;
+		}
+		c->deg[i] = in;
 		sum += best[i];
 	}
 	return sum / 2;
@@ -1187,9 +1261,10 @@ static int bound_reachable(const struct pairs_ctx *c, const int *set, int k,
 	return 1;
 }
 
-/* Unpaired partners of set[i] inside the set lose one: set[i] was paired. */
+/* Unpaired partners of set[i] inside the set lose one: set[i] was paired.
+ * With byd (k <= 64), each moves to the mask of its new degree. */
 static void unlink_paired(const struct pairs_ctx *c, const int *set, int i,
-			  const int *mate)
+			  const int *mate, uint64_t *byd)
 {
 	const struct cm_matrix_entry *row;
 	int deg = place_row(c->pl, set[i], &row);
@@ -1197,9 +1272,39 @@ static void unlink_paired(const struct pairs_ctx *c, const int *set, int i,
 	for (int j = 0; j < deg; j++) {
 		int o = c->loc[row[j].col];
 
-		if (o >= 0 && o != i && mate[o] < 0)
+		if (o >= 0 && o != i && mate[o] < 0) {
+			if (byd) {
+				byd[c->deg[o]] &= ~((uint64_t)1 << o);
+				byd[c->deg[o] - 1] |= (uint64_t)1 << o;
+			}
 			c->deg[o]--;
+		}
 	}
+}
+
+/* The unpaired thread with the fewest unpaired partners (at least one),
+ * ties: the lower index; -1 if none.  byd[d] (k <= 64) has bit i set for
+ * each unpaired i with d partners: the first non-empty mask from d = 1
+ * gives the same thread as the scan, without scanning the set at every
+ * step (the scan was O(k^2) per node of pairs). */
+static int fewest_partners(const struct pairs_ctx *c, int k, const int *mate,
+			   const uint64_t *byd)
+{
+	int u = -1;
+
+	if (byd) {
+		for (int d = 1; d < k; d++)
+			if (byd[d])
+				return __builtin_ctzll(byd[d]);
+		return -1;
+	}
+	/* (one partner left is the fewest there can be: the first such
+	 * thread is the one) */
+	for (int i = 0; i < k && (u < 0 || c->deg[u] > 1); i++)
+		if (mate[i] < 0 && c->deg[i] > 0 &&
+		    (u < 0 || c->deg[i] < c->deg[u]))
+			u = i;
+	return u;
 }
 
 /* The heaviest unpaired partner of set[i] in the set (ties: the lower
@@ -1228,40 +1333,39 @@ static int heaviest_unpaired(const struct pairs_ctx *c, const int *set,
  * partners goes first (with one left it must take it or lose it), with
  * its heaviest unpaired partner; threads left without partners are paired
  * in order.  On meshes and clusters this usually reaches the bound, so the
- * exact matching is not needed.  Returns the weight. */
+ * exact matching is not needed.  c->deg must hold the partners in the set
+ * (pairing_bound()).  Returns the weight. */
 static double greedy_pairing(const struct pairs_ctx *c, const int *set,
 			     int k, int *mate)
 {
 	double total = 0, w;
 	int pending = -1;
+	uint64_t masks[64], *byd = k <= 64 ? masks : NULL;
 
+	if (byd)
+		memset(masks, 0, sizeof(masks));
 	for (int i = 0; i < k; i++) {
-		const struct cm_matrix_entry *row;
-		int deg = place_row(c->pl, set[i], &row);
-
-		mate[i] = -1;
-		c->deg[i] = 0;
-		for (int j = 0; j < deg; j++)
-			c->deg[i] += c->loc[row[j].col] >= 0 &&
-				     c->loc[row[j].col] != i;
+		mate[i] = -1;	/* c->deg[i]: from pairing_bound() */
+		if (c->deg[i] >= k)	/* a column listed twice: scan */
+			byd = NULL;
+		if (byd)
+			byd[c->deg[i]] |= (uint64_t)1 << i;
 	}
 	for (;;) {
-		int u = -1, b;
+		int u = fewest_partners(c, k, mate, byd), b;
 
-		/* (one partner left is the fewest there can be: the first
-		 * such thread is the one) */
-		for (int i = 0; i < k && (u < 0 || c->deg[u] > 1); i++)
-			if (mate[i] < 0 && c->deg[i] > 0 &&
-			    (u < 0 || c->deg[i] < c->deg[u]))
-				u = i;
 		if (u < 0)
 			break;
 		b = heaviest_unpaired(c, set, u, mate, &w);
 		mate[u] = b;
 		mate[b] = u;
+		if (byd) {
+			byd[c->deg[u]] &= ~((uint64_t)1 << u);
+			byd[c->deg[b]] &= ~((uint64_t)1 << b);
+		}
 		total += w;
-		unlink_paired(c, set, u, mate);
-		unlink_paired(c, set, b, mate);
+		unlink_paired(c, set, u, mate, byd);
+		unlink_paired(c, set, b, mate, byd);
 	}
 	for (int i = 0; i < k; i++) {
 		if (mate[i] >= 0)
@@ -1303,7 +1407,7 @@ static int better_pairing(const struct pairs_ctx *c, const int *set, int k,
  * two PUs are closest (the same PU when oversubscribed). */
 static void repair_node(struct pairs_ctx *c, int v, int *set, int *mate)
 {
-	const struct cm_topo_node *node = cm_topo_node(c->topo, v);
+	const struct cm_topo_node *node = &c->nodes[v];
 	int k = 0;
 	double now = 0;
 
@@ -1328,8 +1432,8 @@ static int improve_pairs(const struct place *p, int exact_max)
 {
 	const struct cm_topo *topo = p->topo;
 	int nnodes = cm_topo_nnodes(topo), n = p->n;
-	struct pairs_ctx c = { .topo = topo, .m = p->m, .pl = p,
-			       .pu_of_thread = p->pu_of_thread, .n = n,
+	struct pairs_ctx c = { .topo = topo, .nodes = p->nodes, .m = p->m,
+			       .pl = p, .pu_of_thread = p->pu_of_thread, .n = n,
 			       .exact_max = exact_max };
 	int *set = malloc(sizeof(int) * (size_t)n * 2);
 	int rv = -1;
@@ -1380,6 +1484,7 @@ static void place_free(struct place *p)
 	free(p->quota);
 	free(p->side);
 	free(p->locked);
+	free(p->ordered);
 	free(p->gain);
 	free(p->tot);
 	free(p->moves);
@@ -1402,6 +1507,7 @@ static int place_alloc(struct place *p, int n, int nnodes)
 	p->quota = malloc(nk * sizeof(int));
 	p->side = malloc(nn);
 	p->locked = calloc(nn, 1);
+	p->ordered = calloc(nn, 1);
 	p->gain = calloc(nn, sizeof(double));
 	p->tot = calloc(nn, sizeof(double));
 	p->moves = malloc(nn * sizeof(int));
@@ -1412,7 +1518,8 @@ static int place_alloc(struct place *p, int n, int nnodes)
 	if (!p->loc || !p->ml_side || !p->count ||
 	    cm_heap_init(&p->heap[0], n, p->gain) ||
 	    cm_heap_init(&p->heap[1], n, p->gain) || !p->node_cap ||
-	    !p->spread || !p->quota || !p->side || !p->locked || !p->gain ||
+	    !p->spread || !p->quota || !p->side || !p->locked ||
+	    !p->ordered || !p->gain ||
 	    !p->tot || !p->moves || !p->buf || copy_rows(p)) {
 		place_free(p);
 		errno = ENOMEM;
@@ -1437,7 +1544,8 @@ int cm_map_place_seeded(const struct cm_topo *topo,
 			const int *order, unsigned flags, uint64_t seed,
 			int *pu_of_thread)
 {
-	struct place p = { .topo = topo, .m = m, .flags = flags, .seed = seed,
+	struct place p = { .topo = topo, .nodes = cm_topo_node(topo, 0),
+			   .m = m, .flags = flags, .seed = seed,
 			   .n = cm_matrix_nthreads(m),
 			   .use_order = order != NULL,
 			   .pu_of_thread = pu_of_thread };

@@ -1,7 +1,10 @@
 /* rand.c: splitmix64 (Steele, Lea, Flood 2014) and helpers. */
 #include "commap/rand.h"
 
-uint64_t cm_rand_next(uint64_t *state)
+/* The bodies, inlined into cm_rand_shuffle(): the mapper's coarsening
+ * shuffles every level of every multilevel split, and a call per draw
+ * was about a third of a shuffle's instructions (same values). */
+static inline uint64_t rand_next(uint64_t *state)
 {
 	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
 
@@ -10,7 +13,7 @@ uint64_t cm_rand_next(uint64_t *state)
 	return z ^ (z >> 31);
 }
 
-uint64_t cm_rand_below(uint64_t *state, uint64_t bound)
+static inline uint64_t rand_below(uint64_t *state, uint64_t bound)
 {
 	uint64_t r, v;
 
@@ -23,16 +26,26 @@ uint64_t cm_rand_below(uint64_t *state, uint64_t bound)
 	 * for every case, a bound dividing 2^64 included), so one 64-bit
 	 * division per draw instead of two (shuffles of the mapper). */
 	do {
-		r = cm_rand_next(state);
+		r = rand_next(state);
 		v = r % bound;
 	} while (r - v > UINT64_MAX - bound);
 	return v;
 }
 
+uint64_t cm_rand_next(uint64_t *state)
+{
+	return rand_next(state);
+}
+
+uint64_t cm_rand_below(uint64_t *state, uint64_t bound)
+{
+	return rand_below(state, bound);
+}
+
 void cm_rand_shuffle(uint64_t *state, int *perm, int n)
 {
 	for (int i = n - 1; i > 0; i--) {
-		int j = (int)cm_rand_below(state, (uint64_t)i + 1);
+		int j = (int)rand_below(state, (uint64_t)i + 1);
 		int t = perm[i];
 
 		perm[i] = perm[j];
