@@ -31,9 +31,10 @@ ok "the program's output is its own" [ "$status" -eq 4 -a "$out" = out ]
 ok "the summary goes to stderr" grep -q "^commap: .* threads" "$T/err"
 
 # Four pairs on a synthetic 8-PU machine (dry run): the matrix holds the
-# four pairs, and each pair ends on one core.
+# four pairs, and each pair ends on one core.  At the default period
+# (1.4 ms on this VM) 0.5 s of CPU per thread gives each ~350 samples.
 run "$commap" run --topology "pack:2 core:2 pu:2" --output "$T/dry.json" \
-	-- "$pairs" -p 4 -t 1500 -c 2000
+	-- "$pairs" -p 4 -t 1500 -c 4000
 is "dry run: exit 0" "$status" 0
 ok "dry run: result marked dry_run, 8 PUs" \
 	py "$T/dry.json" 'd["topology"]["dry_run"] and d["topology"]["pus"] == 8'

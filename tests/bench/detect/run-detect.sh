@@ -14,10 +14,11 @@
 # period (µs of thread CPU time, or "default": the agent's own choice, no
 # --period-us, from the sample cost it measures at start and its 1%
 # budget), runs the application alone and under the
-# detector, interleaved (alone, detected, alone, detected, ...), --reps
-# times each (default 5; --workloads runs only some).  The application
-# times itself (elapsed_s, from
-# its start barrier to its end), so start-up of the tool is not counted.
+# detector, interleaved (each repetition runs the rows in a random order,
+# and each row's two runs in a random order), --reps times each (default
+# 5; --workloads runs only some).  The application times itself
+# (elapsed_s, from its start barrier to its end), so start-up of the tool
+# is not counted.
 # Prints a Markdown table: medians, ratio detected/alone of the elapsed
 # time and of the application's own CPU time (user + system: it includes
 # the sampling interrupts and is much less disturbed than elapsed time by
@@ -227,16 +228,30 @@ for w in $workloads; do
 		: >"$T/$w.$p.with"
 	done
 done
+# alone W P: one run of workload W without the tool, for row (W, P).
+alone() {
+	# shellcheck disable=SC2086
+	"$wl" ${work[$1]} --report-time |
+		sed -n 's/.*elapsed_s=\([0-9.]*\) cpu_s=\([0-9.]*\).*/\1 \2/p' \
+		>>"$T/$1.$2.alone"
+}
+# Each repetition runs the rows in a random order, and each row's pair
+# in a random order (alone first or detected first): a run's place in the
+# sequence (after a detected run whose agent is still writing its result,
+# after a long idle gap, ...) then biases no row.
 for r in $(seq "$reps"); do
-	for w in $workloads; do
-		for p in $periods; do
-			# shellcheck disable=SC2086
-			"$wl" ${work[$w]} --report-time |
-				sed -n 's/.*elapsed_s=\([0-9.]*\) cpu_s=\([0-9.]*\).*/\1 \2/p' \
-				>>"$T/$w.$p.alone"
+	for row in $(for w in $workloads; do for p in $periods; do
+			echo "$w:$p"; done; done | shuf); do
+		w=${row%%:*} p=${row#*:}
+		if [ $((RANDOM % 2)) -eq 0 ]; then
+			alone "$w" "$p"
 			# shellcheck disable=SC2086
 			detected "$p" "$T/$w.$p.with" -- "$wl" ${work[$w]} --report-time
-		done
+		else
+			# shellcheck disable=SC2086
+			detected "$p" "$T/$w.$p.with" -- "$wl" ${work[$w]} --report-time
+			alone "$w" "$p"
+		fi
 	done
 done
 # One more, untimed, run per row for the tool's peak memory.
