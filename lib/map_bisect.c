@@ -222,12 +222,13 @@ static int contract(const struct graph *g, struct graph *c, int nc,
 
 				if (h == cv)
 					continue;
-				if (mark[h] < 0) {
+				if (mark[h] < 0) {	/* 0 + w is w */
 					mark[h] = k;
 					c->adj[k] = h;
-					c->ew[k++] = 0;
+					c->ew[k++] = g->ew[e];
+				} else {
+					c->ew[mark[h]] += g->ew[e];
 				}
-				c->ew[mark[h]] += g->ew[e];
 			}
 		}
 		for (int e = start; e < k; e++) {
@@ -284,6 +285,24 @@ static void move_vertex(const struct graph *g, struct work *w, int u)
 		}
 		if (w->push && !w->locked[v])
 			cm_heap_push(h, v);
+	}
+}
+
+/* Move u back when the heaps are empty (the end of an FM pass): the gains
+ * change as in move_vertex(), with no heap to look at. */
+static void undo_move(const struct graph *g, struct work *w, int u)
+{
+	int to = !w->side[u];
+
+	w->side[u] = (signed char)to;
+	w->gain[u] = -w->gain[u];
+	for (int e = g->xadj[u]; e < g->xadj[u + 1]; e++) {
+		int v = g->adj[e];
+
+		if (w->side[v] == to)
+			w->gain[v] -= 2 * g->ew[e];
+		else
+			w->gain[v] += 2 * g->ew[e];
 	}
 }
 
@@ -377,7 +396,7 @@ static double fm_pass(const struct graph *g, struct work *w, long long ta,
 	for (int k = 0; k < nmoves; k++)
 		w->locked[w->moves[k]] = 0;
 	while (nmoves > keep)
-		move_vertex(g, w, w->moves[--nmoves]);
+		undo_move(g, w, w->moves[--nmoves]);
 	return best;
 }
 

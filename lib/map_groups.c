@@ -220,6 +220,31 @@ void cm_heap_push(struct cm_heap *h, int id)
 	heap_sift_up(h, h->len - 1);
 }
 
+/* Remove the top (Floyd's bottom-up deletion): the hole at the root
+ * sinks along the path of better children to a leaf, one comparison per
+ * level, and the last item rises into it from there.  The order is total
+ * (ties by id), so the path and the place of the last item are those that
+ * sifting the last item down from the root finds: the same heap, with
+ * about half the comparisons (the last item is usually near the bottom). */
+static void heap_remove_top(struct cm_heap *h)
+{
+	int *item = h->item;
+	int len = h->len, i = 0;
+
+	for (;;) {
+		int c = 2 * i + 1;
+
+		if (c >= len)
+			break;
+		if (c + 1 < len && heap_before(h, item[c + 1], item[c]))
+			c++;
+		heap_set(h, i, item[c]);
+		i = c;
+	}
+	heap_set(h, i, item[len]);	/* the last item, just cut off */
+	heap_sift_up(h, i);
+}
+
 void cm_heap_remove(struct cm_heap *h, int id)
 {
 	int i = h->pos[id];
@@ -228,6 +253,10 @@ void cm_heap_remove(struct cm_heap *h, int id)
 	h->pos[id] = -1;
 	if (i == h->len)
 		return;
+	if (i == 0) {
+		heap_remove_top(h);
+		return;
+	}
 	heap_set(h, i, last);
 	heap_sift_up(h, i);
 	heap_sift_down(h, h->pos[last]);
@@ -528,6 +557,28 @@ static void move_thread(struct place *p, int x)
 	}
 }
 
+/* Move x back when the heaps are empty (the end of an FM pass): the gains
+ * change as in move_thread(), with no heap to look at. */
+static void undo_thread(struct place *p, int x)
+{
+	const struct cm_matrix_entry *row;
+	int deg = place_row(p, x, &row);
+	int to = !p->side[x];
+
+	p->side[x] = (signed char)to;
+	p->gain[x] = -p->gain[x];
+	for (int k = 0; k < deg; k++) {
+		int y = row[k].col;
+
+		if (p->side[y] < 0)
+			continue;
+		if (p->side[y] == to)
+			p->gain[y] -= 2 * row[k].w;
+		else
+			p->gain[y] += 2 * row[k].w;
+	}
+}
+
 /* Queue the threads of T on the border (links to the other side): only
  * they can have a useful gain; others join when a neighbour moves.  The
  * weight to the other side is (gain + tot) / 2, so no row is scanned;
@@ -735,7 +786,7 @@ static double fm_pass(struct place *p, const int *T, struct sizes *z)
 		int x = p->moves[--nmoves];
 
 		z->na += p->side[x] == 1 ? 1 : -1;
-		move_thread(p, x);
+		undo_thread(p, x);
 	}
 	return best;
 }
