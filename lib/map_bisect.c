@@ -186,6 +186,34 @@ static int match_heavy_edges(struct graph *g, int limit, uint64_t *rng,
 	return nc;
 }
 
+/* Add the edges of fine vertex u to coarse vertex cv of c, merging those
+ * that reach the same coarse vertex through mark (-1 where unset).  The
+ * bounds and arrays are in locals: the stores to int arrays could alias
+ * g->xadj as far as the compiler knows. */
+static int add_edges(const struct graph *g, struct graph *c, int cv, int u,
+		     int k, int *mark)
+{
+	const int *adj = g->adj, *cmap = g->cmap;
+	const double *ew = g->ew;
+	int *cadj = c->adj;
+	double *cew = c->ew;
+
+	for (int e = g->xadj[u], end = g->xadj[u + 1]; e < end; e++) {
+		int h = cmap[adj[e]];
+
+		if (h == cv)
+			continue;
+		if (mark[h] < 0) {	/* 0 + w is w */
+			mark[h] = k;
+			cadj[k] = h;
+			cew[k++] = ew[e];
+		} else {
+			cew[mark[h]] += ew[e];
+		}
+	}
+	return k;
+}
+
 /* Contract g along its matching into c (nc vertices, reps in perm). */
 static int contract(const struct graph *g, struct graph *c, int nc,
 		    const int *match, const int *perm, int *mark)
@@ -206,30 +234,16 @@ static int contract(const struct graph *g, struct graph *c, int nc,
 	}
 	c->maxvw = 1;
 	for (int cv = 0; cv < nc; cv++) {
-		int members[2] = { perm[cv], match[perm[cv]] };
-		int nm = members[0] == members[1] ? 1 : 2;
+		int u = perm[cv], v = match[u];
 		int start = k;
 		double tot = 0;
 
 		c->xadj[cv] = k;
-		c->vw[cv] = 0;
-		for (int q = 0; q < nm; q++) {
-			int u = members[q];
-
-			c->vw[cv] += g->vw[u];
-			for (int e = g->xadj[u]; e < g->xadj[u + 1]; e++) {
-				int h = g->cmap[g->adj[e]];
-
-				if (h == cv)
-					continue;
-				if (mark[h] < 0) {	/* 0 + w is w */
-					mark[h] = k;
-					c->adj[k] = h;
-					c->ew[k++] = g->ew[e];
-				} else {
-					c->ew[mark[h]] += g->ew[e];
-				}
-			}
+		c->vw[cv] = g->vw[u];
+		k = add_edges(g, c, cv, u, k, mark);
+		if (v != u) {
+			c->vw[cv] += g->vw[v];
+			k = add_edges(g, c, cv, v, k, mark);
 		}
 		for (int e = start; e < k; e++) {
 			mark[c->adj[e]] = -1;
@@ -260,30 +274,37 @@ static void compute_gains(const struct graph *g, struct work *w)
 		w->gain[u] = gain_of(g, w, u);
 }
 
+/* The arrays and bounds are in locals: the heap calls could change
+ * anything behind a pointer as far as the compiler knows. */
 static void move_vertex(const struct graph *g, struct work *w, int u)
 {
-	int to = !w->side[u];
+	const int *adj = g->adj;
+	const double *ew = g->ew;
+	signed char *side = w->side;
+	double *gain = w->gain;
+	const char *locked = w->locked;
+	int to = !side[u], push = w->push;
 
-	w->side[u] = (signed char)to;
-	w->gain[u] = -w->gain[u];
-	for (int e = g->xadj[u]; e < g->xadj[u + 1]; e++) {
-		int v = g->adj[e];
-		struct cm_heap *h = &w->heap[w->side[v]];
+	side[u] = (signed char)to;
+	gain[u] = -gain[u];
+	for (int e = g->xadj[u], end = g->xadj[u + 1]; e < end; e++) {
+		int v = adj[e];
+		struct cm_heap *h = &w->heap[side[v]];
 
-		if (w->side[v] == to) {	/* the edge now stays inside */
-			w->gain[v] -= 2 * g->ew[e];
+		if (side[v] == to) {	/* the edge now stays inside */
+			gain[v] -= 2 * ew[e];
 			if (cm_heap_contains(h, v)) {
 				cm_heap_lower(h, v);
 				continue;
 			}
 		} else {
-			w->gain[v] += 2 * g->ew[e];
+			gain[v] += 2 * ew[e];
 			if (cm_heap_contains(h, v)) {
 				cm_heap_raise(h, v);
 				continue;
 			}
 		}
-		if (w->push && !w->locked[v])
+		if (push && !locked[v])
 			cm_heap_push(h, v);
 	}
 }
@@ -292,17 +313,21 @@ static void move_vertex(const struct graph *g, struct work *w, int u)
  * change as in move_vertex(), with no heap to look at. */
 static void undo_move(const struct graph *g, struct work *w, int u)
 {
-	int to = !w->side[u];
+	const int *adj = g->adj;
+	const double *ew = g->ew;
+	signed char *side = w->side;
+	double *gain = w->gain;
+	int to = !side[u];
 
-	w->side[u] = (signed char)to;
-	w->gain[u] = -w->gain[u];
-	for (int e = g->xadj[u]; e < g->xadj[u + 1]; e++) {
-		int v = g->adj[e];
+	side[u] = (signed char)to;
+	gain[u] = -gain[u];
+	for (int e = g->xadj[u], end = g->xadj[u + 1]; e < end; e++) {
+		int v = adj[e];
 
-		if (w->side[v] == to)
-			w->gain[v] -= 2 * g->ew[e];
+		if (side[v] == to)
+			gain[v] -= 2 * ew[e];
 		else
-			w->gain[v] += 2 * g->ew[e];
+			gain[v] += 2 * ew[e];
 	}
 }
 

@@ -817,6 +817,26 @@ static void stack_moves(struct place *p, const int *T, struct sizes *z)
 	cm_heap_clear(&p->heap[1]);
 }
 
+#define REBALANCE_SCAN_MAX 2
+
+/* The thread of T on side s that a heap of side s would pop first: the
+ * highest gain, the lowest id among equal gains. */
+static int best_on_side(const struct place *p, const int *T, int t, int s)
+{
+	int best = -1;
+
+	for (int i = 0; i < t; i++) {
+		int x = T[i];
+
+		if (p->side[x] != s)
+			continue;
+		if (best < 0 || p->gain[x] > p->gain[best] ||
+		    (p->gain[x] == p->gain[best] && x < best))
+			best = x;
+	}
+	return best;
+}
+
 /* Bring side A to exactly ta threads by moving the best-gain threads off
  * the larger side. */
 static void rebalance(struct place *p, const int *T, struct sizes *z)
@@ -825,6 +845,15 @@ static void rebalance(struct place *p, const int *T, struct sizes *z)
 
 	if (z->na == z->ta)
 		return;
+	/* a multilevel split is one thread off at most: a scan for the one
+	 * thread is cheaper than queueing a whole side */
+	if (llabs((long long)z->na - z->ta) <= REBALANCE_SCAN_MAX) {
+		while (z->na != z->ta) {
+			move_thread(p, best_on_side(p, T, z->t, from));
+			z->na += from == 1 ? 1 : -1;
+		}
+		return;
+	}
 	for (int i = 0; i < z->t; i++)
 		if (p->side[T[i]] == from)
 			cm_heap_push(&p->heap[from], T[i]);
