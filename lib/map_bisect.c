@@ -148,10 +148,14 @@ static int graph_from_threads(struct graph *g, const struct cm_matrix *m,
 static int match_heavy_edges(struct graph *g, int limit, uint64_t *rng,
 			     int *match, int *perm)
 {
+	const int *adj = g->adj, *vw = g->vw;
+	const double *ew = g->ew;
+	int *cmap = g->cmap;
 	int nc = 0;
 
 	for (int u = 0; u < g->nv; u++) {
 		match[u] = -1;
+		cmap[u] = -1;
 		perm[u] = u;
 	}
 	cm_rand_shuffle(rng, perm, g->nv);
@@ -161,26 +165,26 @@ static int match_heavy_edges(struct graph *g, int limit, uint64_t *rng,
 
 		if (match[u] >= 0)
 			continue;
-		for (int e = g->xadj[u]; e < g->xadj[u + 1]; e++) {
-			int v = g->adj[e];
+		/* the weight test first: on meshes most edges weigh the
+		 * same, and it fails without reading match[] */
+		for (int e = g->xadj[u], end = g->xadj[u + 1]; e < end; e++) {
+			int v = adj[e];
 
-			if (match[v] < 0 && v != u && g->ew[e] > bw &&
-			    g->vw[u] + g->vw[v] <= limit &&
+			if (ew[e] > bw && match[v] < 0 && v != u &&
+			    vw[u] + vw[v] <= limit &&
 			    (!g->part || g->part[u] == g->part[v])) {
 				best = v;
-				bw = g->ew[e];
+				bw = ew[e];
 			}
 		}
 		match[u] = best;
 		match[best] = u;
 	}
-	for (int u = 0; u < g->nv; u++)
-		g->cmap[u] = -1;
 	for (int u = 0; u < g->nv; u++) {
-		if (g->cmap[u] >= 0)
+		if (cmap[u] >= 0)
 			continue;
-		g->cmap[u] = nc;
-		g->cmap[match[u]] = nc;
+		cmap[u] = nc;
+		cmap[match[u]] = nc;
 		perm[nc++] = u;		/* representative */
 	}
 	return nc;

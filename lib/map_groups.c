@@ -524,36 +524,42 @@ static int copy_rows(struct place *p)
 #define PUSH_SIDE_B 2
 
 /* Move x to the other side and update its neighbours' gains (and their
- * heap positions, wherever they are). */
+ * heap positions, wherever they are).  The arrays are in locals: the heap
+ * calls could change anything behind p as far as the compiler knows. */
 static void move_thread(struct place *p, int x)
 {
 	const struct cm_matrix_entry *row;
 	int deg = place_row(p, x, &row);
-	int to = !p->side[x];
+	signed char *side = p->side;
+	double *gain = p->gain;
+	const char *locked = p->locked;
+	int push = p->push_neighbours;
+	int to = !side[x];
 
-	p->side[x] = (signed char)to;
-	p->gain[x] = -p->gain[x];
+	side[x] = (signed char)to;
+	gain[x] = -gain[x];
 	for (int k = 0; k < deg; k++) {
-		int y = row[k].col;
+		int y = row[k].col, sy = side[y];
+		struct cm_heap *h;
 
-		if (p->side[y] < 0)
+		if (sy < 0)
 			continue;
-		if (p->side[y] == to) {	/* y's link now stays inside */
-			p->gain[y] -= 2 * row[k].w;
-			if (cm_heap_contains(&p->heap[p->side[y]], y)) {
-				cm_heap_lower(&p->heap[p->side[y]], y);
+		h = &p->heap[sy];
+		if (sy == to) {	/* y's link now stays inside */
+			gain[y] -= 2 * row[k].w;
+			if (cm_heap_contains(h, y)) {
+				cm_heap_lower(h, y);
 				continue;
 			}
 		} else {
-			p->gain[y] += 2 * row[k].w;
-			if (cm_heap_contains(&p->heap[p->side[y]], y)) {
-				cm_heap_raise(&p->heap[p->side[y]], y);
+			gain[y] += 2 * row[k].w;
+			if (cm_heap_contains(h, y)) {
+				cm_heap_raise(h, y);
 				continue;
 			}
 		}
-		if (p->push_neighbours && !p->locked[y] &&
-		    (p->push_neighbours != PUSH_SIDE_B || p->side[y] == 1))
-			cm_heap_push(&p->heap[p->side[y]], y);
+		if (push && !locked[y] && (push != PUSH_SIDE_B || sy == 1))
+			cm_heap_push(h, y);
 	}
 }
 
