@@ -51,8 +51,6 @@ struct graph {
 /* Scratch shared by all levels (sized for the finest graph). */
 struct work {
 	double *gain;
-	char *cbnd;		/* per coarse vertex: has an edge to the other
-				 * side (project()) */
 	signed char *side;
 	signed char *best_side;
 	char *locked;
@@ -526,18 +524,26 @@ static void initial_split(const struct graph *g, struct work *w,
  * is minus their edge weight, bitwise as a full scan would add it up; only
  * the members of coarse border vertices are scanned (as METIS projects
  * its boundary).  w->gain must be current on coarse.  A residue of the
- * coarse gain at most eps is no edge (rounding noise, as in FM). */
+ * coarse gain at most eps is no edge (rounding noise, as in FM).
+ *
+ * In place, from the last vertex down: a coarse vertex is numbered at its
+ * first member (match_heavy_edges()), so cmap[u] <= u, and what vertex u
+ * reads at cmap[u] is not yet overwritten by a fine value. */
 static void project(const struct graph *g, const struct graph *coarse,
 		    struct work *w)
 {
-	for (int c = 0; c < coarse->nv; c++)
-		w->cbnd[c] = w->gain[c] + coarse->tot[c] > w->eps;
+	const int *cmap = g->cmap;
+	signed char *side = w->side;
+	double *gain = w->gain;
+
 	for (int u = g->nv - 1; u >= 0; u--)
-		w->best_side[u] = w->side[g->cmap[u]];
-	memcpy(w->side, w->best_side, (size_t)g->nv);
-	for (int u = 0; u < g->nv; u++)
-		w->gain[u] = w->cbnd[g->cmap[u]] ? gain_of(g, w, u)
-						 : -g->tot[u];
+		side[u] = side[cmap[u]];
+	for (int u = g->nv - 1; u >= 0; u--) {
+		int c = cmap[u];
+
+		gain[u] = gain[c] + coarse->tot[c] > w->eps ? gain_of(g, w, u)
+							    : -g->tot[u];
+	}
 }
 
 /* ---- driver ------------------------------------------------------------ */
@@ -545,7 +551,6 @@ static void project(const struct graph *g, const struct graph *coarse,
 static void work_free(struct work *w)
 {
 	free(w->gain);
-	free(w->cbnd);
 	free(w->side);
 	free(w->best_side);
 	free(w->locked);
@@ -562,14 +567,13 @@ static int work_alloc(struct work *w, int nv)
 
 	memset(w, 0, sizeof(*w));
 	w->gain = calloc(n, sizeof(double));
-	w->cbnd = malloc(n);
 	w->side = malloc(n);
 	w->best_side = malloc(n);
 	w->locked = calloc(n, 1);
 	w->moves = malloc(n * sizeof(int));
 	w->perm = malloc(n * sizeof(int));
 	w->mark = malloc(n * sizeof(int));
-	if (!w->gain || !w->cbnd || !w->side || !w->best_side || !w->locked ||
+	if (!w->gain || !w->side || !w->best_side || !w->locked ||
 	    !w->moves || !w->perm || !w->mark ||
 	    cm_heap_init(&w->heap[0], nv, w->gain) ||
 	    cm_heap_init(&w->heap[1], nv, w->gain)) {
@@ -615,7 +619,7 @@ static int v_cycle(struct graph *lv, struct work *w, int ta, uint64_t *rng)
 		project(&lv[l], &lv[l + 1], w);
 		refine_level(&lv[l], w, ta);
 	}
-	for (int l = 1; l < MAX_LEVELS; l++)
+	for (int l = 1; l < nl; l++)
 		graph_free(&lv[l]);
 	return 0;
 }
@@ -644,7 +648,7 @@ static int refine_cycle(struct graph *lv, struct work *w, int ta,
 		project(&lv[l], &lv[l + 1], w);
 		refine_level(&lv[l], w, ta);
 	}
-	for (int l = 1; l < MAX_LEVELS; l++)
+	for (int l = 1; l < nl; l++)
 		graph_free(&lv[l]);
 	free(lv[0].part);
 	lv[0].part = NULL;
