@@ -51,8 +51,6 @@ struct graph {
 /* Scratch shared by all levels (sized for the finest graph). */
 struct work {
 	double *gain;
-	char *cbnd;		/* per coarse vertex: has an edge to the other
-				 * side (project()) */
 	signed char *side;
 	signed char *best_side;
 	char *locked;
@@ -148,10 +146,14 @@ static int graph_from_threads(struct graph *g, const struct cm_matrix *m,
 static int match_heavy_edges(struct graph *g, int limit, uint64_t *rng,
 			     int *match, int *perm)
 {
+	const int *adj = g->adj, *vw = g->vw;
+	const double *ew = g->ew;
+	int *cmap = g->cmap;
 	int nc = 0;
 
 	for (int u = 0; u < g->nv; u++) {
 		match[u] = -1;
+		cmap[u] = -1;
 		perm[u] = u;
 	}
 	cm_rand_shuffle(rng, perm, g->nv);
@@ -161,29 +163,57 @@ static int match_heavy_edges(struct graph *g, int limit, uint64_t *rng,
 
 		if (match[u] >= 0)
 			continue;
-		for (int e = g->xadj[u]; e < g->xadj[u + 1]; e++) {
-			int v = g->adj[e];
+		/* the weight test first: on meshes most edges weigh the
+		 * same, and it fails without reading match[] */
+		for (int e = g->xadj[u], end = g->xadj[u + 1]; e < end; e++) {
+			int v = adj[e];
 
-			if (match[v] < 0 && v != u && g->ew[e] > bw &&
-			    g->vw[u] + g->vw[v] <= limit &&
+			if (ew[e] > bw && match[v] < 0 && v != u &&
+			    vw[u] + vw[v] <= limit &&
 			    (!g->part || g->part[u] == g->part[v])) {
 				best = v;
-				bw = g->ew[e];
+				bw = ew[e];
 			}
 		}
 		match[u] = best;
 		match[best] = u;
 	}
-	for (int u = 0; u < g->nv; u++)
-		g->cmap[u] = -1;
 	for (int u = 0; u < g->nv; u++) {
-		if (g->cmap[u] >= 0)
+		if (cmap[u] >= 0)
 			continue;
-		g->cmap[u] = nc;
-		g->cmap[match[u]] = nc;
+		cmap[u] = nc;
+		cmap[match[u]] = nc;
 		perm[nc++] = u;		/* representative */
 	}
 	return nc;
+}
+
+/* Add the edges of fine vertex u to coarse vertex cv of c, merging those
+ * that reach the same coarse vertex through mark (-1 where unset).  The
+ * bounds and arrays are in locals: the stores to int arrays could alias
+ * g->xadj as far as the compiler knows. */
+static int add_edges(const struct graph *g, struct graph *c, int cv, int u,
+		     int k, int *mark)
+{
+	const int *adj = g->adj, *cmap = g->cmap;
+	const double *ew = g->ew;
+	int *cadj = c->adj;
+	double *cew = c->ew;
+
+	for (int e = g->xadj[u], end = g->xadj[u + 1]; e < end; e++) {
+		int h = cmap[adj[e]];
+
+		if (h == cv)
+			continue;
+		if (mark[h] < 0) {	/* 0 + w is w */
+			mark[h] = k;
+			cadj[k] = h;
+			cew[k++] = ew[e];
+		} else {
+			cew[mark[h]] += ew[e];
+		}
+	}
+	return k;
 }
 
 /* Contract g along its matching into c (nc vertices, reps in perm). */
@@ -206,29 +236,16 @@ static int contract(const struct graph *g, struct graph *c, int nc,
 	}
 	c->maxvw = 1;
 	for (int cv = 0; cv < nc; cv++) {
-		int members[2] = { perm[cv], match[perm[cv]] };
-		int nm = members[0] == members[1] ? 1 : 2;
+		int u = perm[cv], v = match[u];
 		int start = k;
 		double tot = 0;
 
 		c->xadj[cv] = k;
-		c->vw[cv] = 0;
-		for (int q = 0; q < nm; q++) {
-			int u = members[q];
-
-			c->vw[cv] += g->vw[u];
-			for (int e = g->xadj[u]; e < g->xadj[u + 1]; e++) {
-				int h = g->cmap[g->adj[e]];
-
-				if (h == cv)
-					continue;
-				if (mark[h] < 0) {
-					mark[h] = k;
-					c->adj[k] = h;
-					c->ew[k++] = 0;
-				}
-				c->ew[mark[h]] += g->ew[e];
-			}
+		c->vw[cv] = g->vw[u];
+		k = add_edges(g, c, cv, u, k, mark);
+		if (v != u) {
+			c->vw[cv] += g->vw[v];
+			k = add_edges(g, c, cv, v, k, mark);
 		}
 		for (int e = start; e < k; e++) {
 			mark[c->adj[e]] = -1;
@@ -259,31 +276,60 @@ static void compute_gains(const struct graph *g, struct work *w)
 		w->gain[u] = gain_of(g, w, u);
 }
 
+/* The arrays and bounds are in locals: the heap calls could change
+ * anything behind a pointer as far as the compiler knows. */
 static void move_vertex(const struct graph *g, struct work *w, int u)
 {
-	int to = !w->side[u];
+	const int *adj = g->adj;
+	const double *ew = g->ew;
+	signed char *side = w->side;
+	double *gain = w->gain;
+	const char *locked = w->locked;
+	int to = !side[u], push = w->push;
 
-	w->side[u] = (signed char)to;
-	w->gain[u] = -w->gain[u];
-	for (int e = g->xadj[u]; e < g->xadj[u + 1]; e++) {
-		int v = g->adj[e];
-		struct cm_heap *h = &w->heap[w->side[v]];
+	side[u] = (signed char)to;
+	gain[u] = -gain[u];
+	for (int e = g->xadj[u], end = g->xadj[u + 1]; e < end; e++) {
+		int v = adj[e];
+		struct cm_heap *h = &w->heap[side[v]];
 
-		if (w->side[v] == to) {	/* the edge now stays inside */
-			w->gain[v] -= 2 * g->ew[e];
+		if (side[v] == to) {	/* the edge now stays inside */
+			gain[v] -= 2 * ew[e];
 			if (cm_heap_contains(h, v)) {
 				cm_heap_lower(h, v);
 				continue;
 			}
 		} else {
-			w->gain[v] += 2 * g->ew[e];
+			gain[v] += 2 * ew[e];
 			if (cm_heap_contains(h, v)) {
 				cm_heap_raise(h, v);
 				continue;
 			}
 		}
-		if (w->push && !w->locked[v])
+		if (push && !locked[v])
 			cm_heap_push(h, v);
+	}
+}
+
+/* Move u back when the heaps are empty (the end of an FM pass): the gains
+ * change as in move_vertex(), with no heap to look at. */
+static void undo_move(const struct graph *g, struct work *w, int u)
+{
+	const int *adj = g->adj;
+	const double *ew = g->ew;
+	signed char *side = w->side;
+	double *gain = w->gain;
+	int to = !side[u];
+
+	side[u] = (signed char)to;
+	gain[u] = -gain[u];
+	for (int e = g->xadj[u], end = g->xadj[u + 1]; e < end; e++) {
+		int v = adj[e];
+
+		if (side[v] == to)
+			gain[v] -= 2 * ew[e];
+		else
+			gain[v] += 2 * ew[e];
 	}
 }
 
@@ -377,7 +423,7 @@ static double fm_pass(const struct graph *g, struct work *w, long long ta,
 	for (int k = 0; k < nmoves; k++)
 		w->locked[w->moves[k]] = 0;
 	while (nmoves > keep)
-		move_vertex(g, w, w->moves[--nmoves]);
+		undo_move(g, w, w->moves[--nmoves]);
 	return best;
 }
 
@@ -478,18 +524,26 @@ static void initial_split(const struct graph *g, struct work *w,
  * is minus their edge weight, bitwise as a full scan would add it up; only
  * the members of coarse border vertices are scanned (as METIS projects
  * its boundary).  w->gain must be current on coarse.  A residue of the
- * coarse gain at most eps is no edge (rounding noise, as in FM). */
+ * coarse gain at most eps is no edge (rounding noise, as in FM).
+ *
+ * In place, from the last vertex down: a coarse vertex is numbered at its
+ * first member (match_heavy_edges()), so cmap[u] <= u, and what vertex u
+ * reads at cmap[u] is not yet overwritten by a fine value. */
 static void project(const struct graph *g, const struct graph *coarse,
 		    struct work *w)
 {
-	for (int c = 0; c < coarse->nv; c++)
-		w->cbnd[c] = w->gain[c] + coarse->tot[c] > w->eps;
+	const int *cmap = g->cmap;
+	signed char *side = w->side;
+	double *gain = w->gain;
+
 	for (int u = g->nv - 1; u >= 0; u--)
-		w->best_side[u] = w->side[g->cmap[u]];
-	memcpy(w->side, w->best_side, (size_t)g->nv);
-	for (int u = 0; u < g->nv; u++)
-		w->gain[u] = w->cbnd[g->cmap[u]] ? gain_of(g, w, u)
-						 : -g->tot[u];
+		side[u] = side[cmap[u]];
+	for (int u = g->nv - 1; u >= 0; u--) {
+		int c = cmap[u];
+
+		gain[u] = gain[c] + coarse->tot[c] > w->eps ? gain_of(g, w, u)
+							    : -g->tot[u];
+	}
 }
 
 /* ---- driver ------------------------------------------------------------ */
@@ -497,7 +551,6 @@ static void project(const struct graph *g, const struct graph *coarse,
 static void work_free(struct work *w)
 {
 	free(w->gain);
-	free(w->cbnd);
 	free(w->side);
 	free(w->best_side);
 	free(w->locked);
@@ -514,14 +567,13 @@ static int work_alloc(struct work *w, int nv)
 
 	memset(w, 0, sizeof(*w));
 	w->gain = calloc(n, sizeof(double));
-	w->cbnd = malloc(n);
 	w->side = malloc(n);
 	w->best_side = malloc(n);
 	w->locked = calloc(n, 1);
 	w->moves = malloc(n * sizeof(int));
 	w->perm = malloc(n * sizeof(int));
 	w->mark = malloc(n * sizeof(int));
-	if (!w->gain || !w->cbnd || !w->side || !w->best_side || !w->locked ||
+	if (!w->gain || !w->side || !w->best_side || !w->locked ||
 	    !w->moves || !w->perm || !w->mark ||
 	    cm_heap_init(&w->heap[0], nv, w->gain) ||
 	    cm_heap_init(&w->heap[1], nv, w->gain)) {
@@ -567,7 +619,7 @@ static int v_cycle(struct graph *lv, struct work *w, int ta, uint64_t *rng)
 		project(&lv[l], &lv[l + 1], w);
 		refine_level(&lv[l], w, ta);
 	}
-	for (int l = 1; l < MAX_LEVELS; l++)
+	for (int l = 1; l < nl; l++)
 		graph_free(&lv[l]);
 	return 0;
 }
@@ -596,7 +648,7 @@ static int refine_cycle(struct graph *lv, struct work *w, int ta,
 		project(&lv[l], &lv[l + 1], w);
 		refine_level(&lv[l], w, ta);
 	}
-	for (int l = 1; l < MAX_LEVELS; l++)
+	for (int l = 1; l < nl; l++)
 		graph_free(&lv[l]);
 	free(lv[0].part);
 	lv[0].part = NULL;

@@ -220,6 +220,31 @@ void cm_heap_push(struct cm_heap *h, int id)
 	heap_sift_up(h, h->len - 1);
 }
 
+/* Remove the top (Floyd's bottom-up deletion): the hole at the root
+ * sinks along the path of better children to a leaf, one comparison per
+ * level, and the last item rises into it from there.  The order is total
+ * (ties by id), so the path and the place of the last item are those that
+ * sifting the last item down from the root finds: the same heap, with
+ * about half the comparisons (the last item is usually near the bottom). */
+static void heap_remove_top(struct cm_heap *h)
+{
+	int *item = h->item;
+	int len = h->len, i = 0;
+
+	for (;;) {
+		int c = 2 * i + 1;
+
+		if (c >= len)
+			break;
+		if (c + 1 < len && heap_before(h, item[c + 1], item[c]))
+			c++;
+		heap_set(h, i, item[c]);
+		i = c;
+	}
+	heap_set(h, i, item[len]);	/* the last item, just cut off */
+	heap_sift_up(h, i);
+}
+
 void cm_heap_remove(struct cm_heap *h, int id)
 {
 	int i = h->pos[id];
@@ -228,6 +253,10 @@ void cm_heap_remove(struct cm_heap *h, int id)
 	h->pos[id] = -1;
 	if (i == h->len)
 		return;
+	if (i == 0) {
+		heap_remove_top(h);
+		return;
+	}
 	heap_set(h, i, last);
 	heap_sift_up(h, i);
 	heap_sift_down(h, h->pos[last]);
@@ -495,8 +524,48 @@ static int copy_rows(struct place *p)
 #define PUSH_SIDE_B 2
 
 /* Move x to the other side and update its neighbours' gains (and their
- * heap positions, wherever they are). */
+ * heap positions, wherever they are).  The arrays are in locals: the heap
+ * calls could change anything behind p as far as the compiler knows. */
 static void move_thread(struct place *p, int x)
+{
+	const struct cm_matrix_entry *row;
+	int deg = place_row(p, x, &row);
+	signed char *side = p->side;
+	double *gain = p->gain;
+	const char *locked = p->locked;
+	int push = p->push_neighbours;
+	int to = !side[x];
+
+	side[x] = (signed char)to;
+	gain[x] = -gain[x];
+	for (int k = 0; k < deg; k++) {
+		int y = row[k].col, sy = side[y];
+		struct cm_heap *h;
+
+		if (sy < 0)
+			continue;
+		h = &p->heap[sy];
+		if (sy == to) {	/* y's link now stays inside */
+			gain[y] -= 2 * row[k].w;
+			if (cm_heap_contains(h, y)) {
+				cm_heap_lower(h, y);
+				continue;
+			}
+		} else {
+			gain[y] += 2 * row[k].w;
+			if (cm_heap_contains(h, y)) {
+				cm_heap_raise(h, y);
+				continue;
+			}
+		}
+		if (push && !locked[y] && (push != PUSH_SIDE_B || sy == 1))
+			cm_heap_push(h, y);
+	}
+}
+
+/* Move x back when the heaps are empty (the end of an FM pass): the gains
+ * change as in move_thread(), with no heap to look at. */
+static void undo_thread(struct place *p, int x)
 {
 	const struct cm_matrix_entry *row;
 	int deg = place_row(p, x, &row);
@@ -509,22 +578,10 @@ static void move_thread(struct place *p, int x)
 
 		if (p->side[y] < 0)
 			continue;
-		if (p->side[y] == to) {	/* y's link now stays inside */
+		if (p->side[y] == to)
 			p->gain[y] -= 2 * row[k].w;
-			if (cm_heap_contains(&p->heap[p->side[y]], y)) {
-				cm_heap_lower(&p->heap[p->side[y]], y);
-				continue;
-			}
-		} else {
+		else
 			p->gain[y] += 2 * row[k].w;
-			if (cm_heap_contains(&p->heap[p->side[y]], y)) {
-				cm_heap_raise(&p->heap[p->side[y]], y);
-				continue;
-			}
-		}
-		if (p->push_neighbours && !p->locked[y] &&
-		    (p->push_neighbours != PUSH_SIDE_B || p->side[y] == 1))
-			cm_heap_push(&p->heap[p->side[y]], y);
 	}
 }
 
@@ -735,7 +792,7 @@ static double fm_pass(struct place *p, const int *T, struct sizes *z)
 		int x = p->moves[--nmoves];
 
 		z->na += p->side[x] == 1 ? 1 : -1;
-		move_thread(p, x);
+		undo_thread(p, x);
 	}
 	return best;
 }
@@ -766,6 +823,26 @@ static void stack_moves(struct place *p, const int *T, struct sizes *z)
 	cm_heap_clear(&p->heap[1]);
 }
 
+#define REBALANCE_SCAN_MAX 2
+
+/* The thread of T on side s that a heap of side s would pop first: the
+ * highest gain, the lowest id among equal gains. */
+static int best_on_side(const struct place *p, const int *T, int t, int s)
+{
+	int best = -1;
+
+	for (int i = 0; i < t; i++) {
+		int x = T[i];
+
+		if (p->side[x] != s)
+			continue;
+		if (best < 0 || p->gain[x] > p->gain[best] ||
+		    (p->gain[x] == p->gain[best] && x < best))
+			best = x;
+	}
+	return best;
+}
+
 /* Bring side A to exactly ta threads by moving the best-gain threads off
  * the larger side. */
 static void rebalance(struct place *p, const int *T, struct sizes *z)
@@ -774,6 +851,15 @@ static void rebalance(struct place *p, const int *T, struct sizes *z)
 
 	if (z->na == z->ta)
 		return;
+	/* a multilevel split is one thread off at most: a scan for the one
+	 * thread is cheaper than queueing a whole side */
+	if (llabs((long long)z->na - z->ta) <= REBALANCE_SCAN_MAX) {
+		while (z->na != z->ta) {
+			move_thread(p, best_on_side(p, T, z->t, from));
+			z->na += from == 1 ? 1 : -1;
+		}
+		return;
+	}
 	for (int i = 0; i < z->t; i++)
 		if (p->side[T[i]] == from)
 			cm_heap_push(&p->heap[from], T[i]);
