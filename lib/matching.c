@@ -1171,7 +1171,7 @@ int cm_matching_perfect_greedy(int n, const struct cm_match_edge *edges,
 		}
 	}
 	complete_matching(n, mate);
-	if (m > 0) {
+	if (m > 0 && n > 0) {	/* n > 0 also tells the compiler the size */
 		mw = malloc(sizeof(double) * (size_t)n);
 		if (!mw)
 			goto out;
