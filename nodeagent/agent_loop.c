@@ -1240,7 +1240,8 @@ static int learned_interval(struct agent *a)
 	cm_matrix_free(sub);
 	live_set_free(&s);
 	if (!rc)
-		cm_matrix_age(a->live, a->o->alpha);
+		cm_matrix_age(a->live, aging_factor(a->o->alpha,
+						    a->interval_ms));
 	return rc;
 }
 
