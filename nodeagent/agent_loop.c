@@ -23,7 +23,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <math.h>
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
@@ -62,10 +61,6 @@
 #define LEARNED_HOLD_NS 2000000000ull	/* learned pins read back */
 
 #define COST_CACHE_DIR "/run/commap"
-/* Aging is per AGE_REF_MS of interval (the first interval's length): an
- * interval of 1 s ages by alpha^5, so the matrix remembers the same wall
- * time whatever the interval has grown to (aging_factor()). */
-#define AGE_REF_MS 200.0
 
 struct agent {
 	int cost_logged;	/* the measured sampling cost was logged */
@@ -1212,18 +1207,6 @@ static int placed_set_build(struct agent *a, struct live_set *s)
 	return 0;
 }
 
-/* LHMapping §3.4.1 ages the matrix by alpha after each grouping, and
- * §3.4.2 stretches the interval up to 1 s while the pattern is stable.
- * Aged per interval, a matrix of 1 s intervals remembered five times the
- * wall time of one of 200 ms, and after a long stable phase a change of
- * partners took 2-3 intervals to outweigh it (2.6 s measured after an 8 s
- * phase).  Per AGE_REF_MS of the interval just ended it keeps the memory
- * of the 200 ms intervals at any length. */
-static double aging_factor(double alpha, int interval_ms)
-{
-	return pow(alpha, (double)interval_ms / AGE_REF_MS);
-}
-
 /* Learned mode at the end of an interval: 1 when it hands over to the
  * dynamic decision below (detection disagreed), else 0. */
 static int learned_interval(struct agent *a)
@@ -1240,8 +1223,8 @@ static int learned_interval(struct agent *a)
 	cm_matrix_free(sub);
 	live_set_free(&s);
 	if (!rc)
-		cm_matrix_age(a->live, aging_factor(a->o->alpha,
-						    a->interval_ms));
+		cm_matrix_age(a->live, cm_remap_aging(a->o->alpha,
+						      a->interval_ms));
 	return rc;
 }
 
@@ -1303,7 +1286,7 @@ static void interval_end(struct agent *a)
 		a->recheck = 0;
 	a->interval_ms = d.next_interval_ms;
 	/* LHMapping §3.4.1: age after each grouping computation. */
-	cm_matrix_age(a->live, aging_factor(a->o->alpha, in.interval_ms));
+	cm_matrix_age(a->live, cm_remap_aging(a->o->alpha, in.interval_ms));
 out:
 	cm_matrix_free(sub);
 	live_set_free(&s);

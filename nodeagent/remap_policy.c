@@ -10,6 +10,13 @@
 #include "commap/mapping.h"
 #include "remap_policy.h"
 
+double cm_remap_aging(double alpha, int interval_ms)
+{
+	if (interval_ms <= 0)
+		return 1.0;
+	return pow(alpha, (double)interval_ms / CM_REMAP_INTERVAL_MS_START);
+}
+
 int cm_remap_next_interval(int cur_ms, int pattern_changed)
 {
 	/* LHMapping §3.4.2: +-50 ms, always within 50 ms .. 1 s. */

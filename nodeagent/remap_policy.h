@@ -96,6 +96,14 @@
  * not, clamped to [50, 1000] ms (LHMapping §3.4.2). */
 int cm_remap_next_interval(int cur_ms, int pattern_changed);
 
+/* The aging factor after an interval of interval_ms: alpha per
+ * CM_REMAP_INTERVAL_MS_START of it, alpha^(interval_ms / 200 ms), so the
+ * matrix remembers the same wall time whatever the interval has grown to
+ * (LHMapping §3.4.1 ages once per grouping, and with §3.4.2's 1 s
+ * intervals that remembered ~4 s: a change of partners after a long
+ * stable phase took 2.6 s to show).  1 for an empty interval. */
+double cm_remap_aging(double alpha, int interval_ms);
+
 /* partner[i] = the heaviest partner of thread i in m (ties: lower index),
  * -1 for threads without communication; i < n (threads beyond the
  * matrix's size get -1).  SPCD §IV-A. */

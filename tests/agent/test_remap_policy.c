@@ -38,6 +38,29 @@ static void test_interval(void)
 	is_int(t, 50, "a changing pattern settles at 50 ms");
 }
 
+static void test_aging(void)
+{
+	double a = CM_REMAP_ALPHA, kept200 = 1, kept1000 = 1;
+
+	ok(fabs(cm_remap_aging(a, 200) - a) < 1e-12, "200 ms ages by alpha");
+	ok(fabs(cm_remap_aging(a, 1000) - pow(a, 5)) < 1e-12,
+	   "1 s ages by alpha^5 (%.4f)", cm_remap_aging(a, 1000));
+	ok(fabs(cm_remap_aging(a, 100) - sqrt(a)) < 1e-12,
+	   "100 ms by sqrt(alpha)");
+	ok(cm_remap_aging(a, 0) == 1 && cm_remap_aging(a, -5) == 1,
+	   "an empty interval ages nothing");
+	ok(cm_remap_aging(1, 1000) == 1 && cm_remap_aging(0, 1000) == 0,
+	   "alpha 1 keeps, alpha 0 forgets");
+	/* The point: 2 s of a stable pattern leave the same memory in 200 ms
+	 * intervals as in 1 s ones. */
+	for (int i = 0; i < 10; i++)
+		kept200 *= cm_remap_aging(a, 200);
+	for (int i = 0; i < 2; i++)
+		kept1000 *= cm_remap_aging(a, 1000);
+	ok(fabs(kept200 - kept1000) < 1e-12, "2 s remembered alike in 200 ms "
+	   "and 1 s intervals (%.4f, %.4f)", kept200, kept1000);
+}
+
 static void test_partners(void)
 {
 	struct cm_matrix *m = cm_matrix_new(6);
@@ -619,6 +642,7 @@ static void test_colocation(void)
 int main(void)
 {
 	test_interval();
+	test_aging();
 	test_colocation();
 	test_partners();
 	test_worth();
