@@ -61,6 +61,8 @@
 #define LEARNED_HOLD_NS 2000000000ull	/* learned pins read back */
 
 #define COST_CACHE_DIR "/run/commap"
+#define CHECKPOINT_MIN_INTERVAL_MS 400	/* checkpoint() only above */
+#define CHECKPOINT_NS (CM_REMAP_INTERVAL_MS_START * 1000000ull)
 
 struct agent {
 	int cost_logged;	/* the measured sampling cost was logged */
@@ -83,6 +85,8 @@ struct agent {
 	int npartner;
 	int interval_ms;
 	uint64_t t0_ns, next_scan_ns, next_interval_ns;
+	uint64_t next_checkpoint_ns;	/* inside a long interval */
+	uint64_t last_aged_ns;		/* the live matrix was aged */
 	int stdin_open;
 	/* A line longer than this is refused whole by the parser: it is
 	 * kept one byte longer than the longest valid line. */
@@ -1207,6 +1211,57 @@ static int placed_set_build(struct agent *a, struct live_set *s)
 	return 0;
 }
 
+/* Age the live matrix for the wall time since it was last aged
+ * (cm_remap_aging: alpha per 200 ms). */
+static void age_live(struct agent *a)
+{
+	uint64_t now = now_ns();
+	int ms = (int)((now - a->last_aged_ns) / 1000000u);
+
+	cm_matrix_age(a->live, cm_remap_aging(a->o->alpha, ms));
+	a->last_aged_ns = now;
+}
+
+/* Inside an interval longer than CHECKPOINT_MIN_INTERVAL_MS (LHMapping
+ * §3.4.2 grows it to 1 s while the pattern is stable), every
+ * CM_REMAP_INTERVAL_MS_START: age the live matrix, fold the events so far
+ * into it, and end the interval now when the heaviest partners of
+ * CM_REMAP_PARTNER_THRESHOLD threads have changed (SPCD §IV-A's filter,
+ * as at an interval's end) or a change is waiting for its recheck.  The matrix is then as current as with
+ * 200 ms intervals, so a change after a long stable phase is decided on
+ * at the next checkpoint that sees it rather than at the end of a 1 s
+ * interval.  Nothing is decided here: interval_end() does it. */
+static void checkpoint(struct agent *a)
+{
+	int n = cm_tracker_nthreads(a->tr), changed;
+	int *now;
+
+	if (a->mode != CM_AGENT_MODE_DYNAMIC || !a->topo ||
+	    (!a->pin_ok && !a->dry_run) || !a->fresh ||
+	    a->interval_ms <= CHECKPOINT_MIN_INTERVAL_MS)
+		return;
+	age_live(a);
+	correct_colocation(a);
+	cm_matrix_merge(a->live, a->fresh, 1.0);
+	cm_matrix_merge(a->total, a->fresh, 1.0);
+	cm_matrix_free(a->fresh);
+	a->fresh = cm_matrix_new(0);
+	now = malloc((size_t)(n ? n : 1) * sizeof(int));
+	if (!now)
+		return;
+	cm_remap_partners(a->live, n, now);
+	changed = cm_remap_partners_changed(a->partner, a->npartner, now, n);
+	free(now);
+	/* A change seen but not yet worth a remap (recheck) is looked at
+	 * again at each checkpoint, not a long interval later. */
+	if (changed >= CM_REMAP_PARTNER_THRESHOLD || a->recheck > 0) {
+		agent_debug("checkpoint: %d partners changed%s, interval ended "
+			    "early", changed, a->recheck > 0 ? " (recheck)" :
+			    "");
+		a->next_interval_ns = now_ns();
+	}
+}
+
 /* Learned mode at the end of an interval: 1 when it hands over to the
  * dynamic decision below (detection disagreed), else 0. */
 static int learned_interval(struct agent *a)
@@ -1223,8 +1278,7 @@ static int learned_interval(struct agent *a)
 	cm_matrix_free(sub);
 	live_set_free(&s);
 	if (!rc)
-		cm_matrix_age(a->live, cm_remap_aging(a->o->alpha,
-						      a->interval_ms));
+		age_live(a);
 	return rc;
 }
 
@@ -1285,8 +1339,9 @@ static void interval_end(struct agent *a)
 	if (d.compute && remap(a, &s, sub, d.reason) == CM_REMAP_FULL)
 		a->recheck = 0;
 	a->interval_ms = d.next_interval_ms;
-	/* LHMapping §3.4.1: age after each grouping computation. */
-	cm_matrix_age(a->live, cm_remap_aging(a->o->alpha, in.interval_ms));
+	/* LHMapping §3.4.1: age after each grouping computation (for the
+	 * time since the last aging: checkpoints age too). */
+	age_live(a);
 out:
 	cm_matrix_free(sub);
 	live_set_free(&s);
@@ -1485,6 +1540,8 @@ static int poll_timeout_ms(const struct agent *a)
 
 	if (a->next_interval_ns < next)
 		next = a->next_interval_ns;
+	if (a->next_checkpoint_ns < next)
+		next = a->next_checkpoint_ns;
 	return next <= now ? 0 : (int)((next - now + 999999) / 1000000);
 }
 
@@ -1506,12 +1563,18 @@ static void loop(struct agent *a)
 			scan(a);
 			a->next_scan_ns = now + scan_period_ns(a);
 		}
+		if (now >= a->next_checkpoint_ns) {
+			checkpoint(a);
+			a->next_checkpoint_ns = now + CHECKPOINT_NS;
+		}
 		if (now >= a->next_interval_ns) {
 			interval_end(a);
 			if (a->col)
 				log_collect_problem(a);
-			a->next_interval_ns = now_ns() +
+			now = now_ns();
+			a->next_interval_ns = now +
 				(uint64_t)a->interval_ms * 1000000ull;
+			a->next_checkpoint_ns = now + CHECKPOINT_NS;
 		}
 	}
 	agent_info("finishing: %s", why);
@@ -1747,6 +1810,8 @@ static int setup(struct agent *a, const struct cm_agent_opts *o)
 	a->t0_ns = now_ns();
 	a->next_scan_ns = a->t0_ns;
 	a->next_interval_ns = a->t0_ns + (uint64_t)a->interval_ms * 1000000u;
+	a->next_checkpoint_ns = a->t0_ns + CHECKPOINT_NS;
+	a->last_aged_ns = a->t0_ns;
 	cm_agent_result_init(&a->res);
 	a->res.mode = cm_agent_mode_name(o->mode);
 	a->fresh = cm_matrix_new(0);
