@@ -840,8 +840,10 @@ out:
 	return plan.kind;
 }
 
-/* The partner filter (SPCD §IV-A) over the live matrix. */
-static int partners_update(struct agent *a)
+/* The partner filter (SPCD §IV-A) over the live matrix: how many threads'
+ * heaviest partner differs from the last kept ones; keep: these become the
+ * kept ones (an interval's end), else only look (a checkpoint). */
+static int partners_compare(struct agent *a, int keep)
 {
 	int n = cm_tracker_nthreads(a->tr);
 	int *now = malloc((size_t)(n ? n : 1) * sizeof(int));
@@ -851,6 +853,10 @@ static int partners_update(struct agent *a)
 		return 0;
 	cm_remap_partners(a->live, n, now);
 	changed = cm_remap_partners_changed(a->partner, a->npartner, now, n);
+	if (!keep) {
+		free(now);
+		return changed;
+	}
 	free(a->partner);
 	a->partner = now;
 	a->npartner = n;
@@ -1211,6 +1217,17 @@ static int placed_set_build(struct agent *a, struct live_set *s)
 	return 0;
 }
 
+/* The events since the last fold, corrected for co-location, into the
+ * live (aged) and total matrices. */
+static void fold_fresh(struct agent *a)
+{
+	correct_colocation(a);
+	cm_matrix_merge(a->live, a->fresh, 1.0);
+	cm_matrix_merge(a->total, a->fresh, 1.0);
+	cm_matrix_free(a->fresh);
+	a->fresh = cm_matrix_new(0);
+}
+
 /* Age the live matrix for the wall time since it was last aged
  * (cm_remap_aging: alpha per 200 ms). */
 static void age_live(struct agent *a)
@@ -1233,25 +1250,15 @@ static void age_live(struct agent *a)
  * interval.  Nothing is decided here: interval_end() does it. */
 static void checkpoint(struct agent *a)
 {
-	int n = cm_tracker_nthreads(a->tr), changed;
-	int *now;
+	int changed;
 
 	if (a->mode != CM_AGENT_MODE_DYNAMIC || !a->topo ||
 	    (!a->pin_ok && !a->dry_run) || !a->fresh ||
 	    a->interval_ms <= CHECKPOINT_MIN_INTERVAL_MS)
 		return;
 	age_live(a);
-	correct_colocation(a);
-	cm_matrix_merge(a->live, a->fresh, 1.0);
-	cm_matrix_merge(a->total, a->fresh, 1.0);
-	cm_matrix_free(a->fresh);
-	a->fresh = cm_matrix_new(0);
-	now = malloc((size_t)(n ? n : 1) * sizeof(int));
-	if (!now)
-		return;
-	cm_remap_partners(a->live, n, now);
-	changed = cm_remap_partners_changed(a->partner, a->npartner, now, n);
-	free(now);
+	fold_fresh(a);
+	changed = partners_compare(a, 0);
 	/* A change seen but not yet worth a remap (recheck) is looked at
 	 * again at each checkpoint, not a long interval later. */
 	if (changed >= CM_REMAP_PARTNER_THRESHOLD || a->recheck > 0) {
@@ -1296,11 +1303,7 @@ static void interval_end(struct agent *a)
 	struct cm_matrix *sub = NULL;
 
 	a->res.stats.intervals++;
-	correct_colocation(a);
-	cm_matrix_merge(a->live, a->fresh, 1.0);
-	cm_matrix_merge(a->total, a->fresh, 1.0);
-	cm_matrix_free(a->fresh);
-	a->fresh = cm_matrix_new(0);
+	fold_fresh(a);
 	read_thread_cpu(a);
 	/* The overhead knob (sample_rate.h): rarely changes the period. */
 	if (cm_collect_adapt_period(a->col, a->cpu_s, a->cap, a->fresh,
@@ -1317,7 +1320,7 @@ static void interval_end(struct agent *a)
 	if (a->mode != CM_AGENT_MODE_DYNAMIC || !a->topo ||
 	    (!a->pin_ok && !a->dry_run) || !a->fresh)
 		return;
-	in.partners_changed = partners_update(a);
+	in.partners_changed = partners_compare(a, 1);
 	if (live_set_build(a, &s) < 0)
 		goto out;
 	sub = sub_matrix(a->live, &s);
