@@ -138,11 +138,25 @@
 
 /* ---- indexed max-heap ------------------------------------------------ */
 
+/* Without branches: on meshes many gains are equal, and which of two
+ * keys is larger is a coin toss to the branch predictor (the test was an
+ * eighth of the mispredicted branches of a mapping of 1024 threads,
+ * cachegrind --branch-sim). */
 static int heap_before(const struct cm_heap *h, int a, int b)
 {
-	if (h->key[a] != h->key[b])
-		return h->key[a] > h->key[b];
-	return a < b;
+	double ka = h->key[a], kb = h->key[b];
+
+	return (ka > kb) | ((ka == kb) & (a < b));
+}
+
+/* 1 if child c's sibling c + 1 exists and goes first, else 0: added to
+ * c, not branched on (which child is better is a coin toss). */
+static int better_sibling(const struct cm_heap *h, const int *item, int c,
+			  int len)
+{
+	int s = c + 1 < len ? c + 1 : c;	/* before(x, x) is 0 */
+
+	return heap_before(h, item[s], item[c]);
 }
 
 static void heap_set(struct cm_heap *h, int i, int id)
@@ -175,9 +189,7 @@ static void heap_sift_down(struct cm_heap *h, int i)
 
 		if (c >= h->len)
 			break;
-		if (c + 1 < h->len &&
-		    heap_before(h, h->item[c + 1], h->item[c]))
-			c++;
+		c += better_sibling(h, h->item, c, h->len);
 		if (!heap_before(h, h->item[c], id))
 			break;
 		heap_set(h, i, h->item[c]);
@@ -236,8 +248,7 @@ static void heap_remove_top(struct cm_heap *h)
 
 		if (c >= len)
 			break;
-		if (c + 1 < len && heap_before(h, item[c + 1], item[c]))
-			c++;
+		c += better_sibling(h, item, c, len);
 		heap_set(h, i, item[c]);
 		i = c;
 	}
@@ -545,18 +556,13 @@ static void move_thread(struct place *p, int x)
 		if (sy < 0)
 			continue;
 		h = &p->heap[sy];
-		if (sy == to) {	/* y's link now stays inside */
-			gain[y] -= 2 * row[k].w;
-			if (cm_heap_contains(h, y)) {
+		gain[y] += cm_signed(2 * row[k].w, sy != to);
+		if (cm_heap_contains(h, y)) {
+			if (sy == to)	/* y's link now stays inside */
 				cm_heap_lower(h, y);
-				continue;
-			}
-		} else {
-			gain[y] += 2 * row[k].w;
-			if (cm_heap_contains(h, y)) {
+			else
 				cm_heap_raise(h, y);
-				continue;
-			}
+			continue;
 		}
 		if (push && !locked[y] && (push != PUSH_SIDE_B || sy == 1))
 			cm_heap_push(h, y);
@@ -576,12 +582,8 @@ static void undo_thread(struct place *p, int x)
 	for (int k = 0; k < deg; k++) {
 		int y = row[k].col;
 
-		if (p->side[y] < 0)
-			continue;
-		if (p->side[y] == to)
-			p->gain[y] -= 2 * row[k].w;
-		else
-			p->gain[y] += 2 * row[k].w;
+		if (p->side[y] >= 0)
+			p->gain[y] += cm_signed(2 * row[k].w, p->side[y] != to);
 	}
 }
 
@@ -968,7 +970,7 @@ static void initial_split(struct place *p, int *T, struct sizes *z)
 /* Split T into side A (first ta in the result) and B; returns |A|. */
 static int bisect(struct place *p, int *T, struct sizes *z)
 {
-	int na = 0;
+	int na = 0, next[2];
 
 	initial_split(p, T, z);
 	if ((p->flags & CM_PLACE_FM) && z->t > 1) {
@@ -995,8 +997,10 @@ static int bisect(struct place *p, int *T, struct sizes *z)
 	}
 	p->tot_inherited = 1;
 	/* stable partition: A first, B after, each in the order of T */
-	for (int i = 0, a = 0, b = na; i < z->t; i++)
-		p->buf[p->side[T[i]] == 0 ? a++ : b++] = T[i];
+	next[0] = 0;
+	next[1] = na;	/* indexed by side, not a branch: a coin toss */
+	for (int i = 0; i < z->t; i++)
+		p->buf[next[p->side[T[i]] != 0]++] = T[i];
 	for (int i = 0; i < z->t; i++) {
 		p->side[p->buf[i]] = -1;
 		T[i] = p->buf[i];
