@@ -343,8 +343,10 @@ static void undo_move(const struct graph *g, struct work *w, int u)
 static void push_border(const struct graph *g, struct work *w)
 {
 	for (int u = 0; u < g->nv; u++)
-		if (w->gain[u] + g->tot[u] > 1e-9 * g->tot[u])
-			cm_heap_push(&w->heap[w->side[u]], u);
+		cm_heap_append(&w->heap[w->side[u]], u,
+			       w->gain[u] + g->tot[u] > 1e-9 * g->tot[u]);
+	cm_heap_build(&w->heap[0]);
+	cm_heap_build(&w->heap[1]);
 }
 
 static long long side_weight(const struct graph *g, const struct work *w)

@@ -300,6 +300,12 @@ void cm_heap_lower(struct cm_heap *h, int id)
 	heap_sift_down(h, h->pos[id]);
 }
 
+void cm_heap_build(struct cm_heap *h)
+{
+	for (int i = h->len / 2 - 1; i >= 0; i--)
+		heap_sift_down(h, i);
+}
+
 void cm_heap_clear(struct cm_heap *h)
 {
 	for (int i = 0; i < h->len; i++)
@@ -551,11 +557,12 @@ static void move_thread(struct place *p, int x)
 	gain[x] = -gain[x];
 	for (int k = 0; k < deg; k++) {
 		int y = row[k].col, sy = side[y];
-		struct cm_heap *h;
+		struct cm_heap *h = &p->heap[sy & 1];
 
-		if (sy < 0)
-			continue;
-		h = &p->heap[sy];
+		/* a thread outside the split (side -1) is never in a heap,
+		 * and the gain it gets here is not read: the split of its
+		 * own group sets its gain anew.  One branch less, and one
+		 * that is a coin toss where splits are small. */
 		gain[y] += cm_signed(2 * row[k].w, sy != to);
 		if (cm_heap_contains(h, y)) {
 			if (sy == to)	/* y's link now stays inside */
@@ -564,7 +571,8 @@ static void move_thread(struct place *p, int x)
 				cm_heap_raise(h, y);
 			continue;
 		}
-		if (push && !locked[y] && (push != PUSH_SIDE_B || sy == 1))
+		if ((sy >= 0) & (push != 0) & !locked[y] &
+		    ((push != PUSH_SIDE_B) | (sy == 1)))
 			cm_heap_push(h, y);
 	}
 }
@@ -582,8 +590,8 @@ static void undo_thread(struct place *p, int x)
 	for (int k = 0; k < deg; k++) {
 		int y = row[k].col;
 
-		if (p->side[y] >= 0)
-			p->gain[y] += cm_signed(2 * row[k].w, p->side[y] != to);
+		/* outside the split: not read (move_thread()) */
+		p->gain[y] += cm_signed(2 * row[k].w, p->side[y] != to);
 	}
 }
 
@@ -596,9 +604,11 @@ static void push_border(struct place *p, const int *T, int t)
 	for (int i = 0; i < t; i++) {
 		int x = T[i];
 
-		if (p->gain[x] + p->tot[x] > 1e-9 * p->tot[x])
-			cm_heap_push(&p->heap[p->side[x]], x);
+		cm_heap_append(&p->heap[p->side[x]], x,
+			       p->gain[x] + p->tot[x] > 1e-9 * p->tot[x]);
 	}
+	cm_heap_build(&p->heap[0]);
+	cm_heap_build(&p->heap[1]);
 }
 
 static void compute_gains(struct place *p, const int *T, int t)
@@ -641,13 +651,13 @@ static int peripheral_thread(struct place *p, const int *T, int t)
 		int x = queue[head++];
 		int deg = place_row(p, x, &row);
 
-		for (int k = 0; k < deg; k++) {
-			int y = row[k].col;
+		for (int k = 0; k < deg; k++) {	/* no branch */
+			int y = row[k].col, fresh = p->side[y] == 1;
 
-			if (p->side[y] == 1) {
-				p->side[y] = 2;
-				queue[tail++] = y;
-			}
+			p->side[y] = (signed char)(fresh ? 2 : p->side[y]);
+			queue[tail] = y;	/* kept if fresh; queue has
+						 * room for one past T */
+			tail += fresh;
 		}
 	}
 	for (int i = 0; i < tail; i++)
@@ -1600,7 +1610,7 @@ static int place_alloc(struct place *p, int n, int nnodes)
 	p->ordered = calloc(nn, 1);
 	p->gain = calloc(nn, sizeof(double));
 	p->tot = calloc(nn, sizeof(double));
-	p->moves = malloc(nn * sizeof(int));
+	p->moves = malloc((nn + 1) * sizeof(int));	/* peripheral_thread() */
 	p->buf = malloc(nn * sizeof(int));
 	p->loc = malloc(nn * sizeof(int));
 	p->ml_side = malloc(nn);

@@ -826,14 +826,17 @@ static int cmp_edge_key(const void *a, const void *b)
 static int cmp_weight_desc(const void *a, const void *b);
 
 /* Edge order: by (u, v), or by decreasing weight then (u, v). */
+/* Without branches: in a merge, which run the next edge comes from is a
+ * coin toss (the merges were a third of the mispredicted branches of the
+ * greedy matching on random graphs, cachegrind --branch-sim). */
 static int edge_before(const struct iedge *x, const struct iedge *y,
 		       int by_weight)
 {
-	if (by_weight && x->w != y->w)
-		return x->w > y->w;
-	if (x->u != y->u)
-		return x->u < y->u;
-	return x->v < y->v;
+	int key = (x->u < y->u) | ((x->u == y->u) & (x->v < y->v));
+
+	if (!by_weight)
+		return key;
+	return (x->w > y->w) | ((x->w == y->w) & key);
 }
 
 /* Bottom-up merge sort of q[0..m-1]: the same order as qsort with
@@ -868,10 +871,14 @@ static void sort_edges(struct iedge *q, int m, int by_weight)
 			int hi = lo + 2 * width < m ? lo + 2 * width : m;
 			int a = lo, b = mid, k = lo;
 
-			while (a < mid && b < hi)
-				dst[k++] = edge_before(&src[b], &src[a],
-						       by_weight) ? src[b++]
-								  : src[a++];
+			while (a < mid && b < hi) {
+				int from_b = edge_before(&src[b], &src[a],
+							 by_weight);
+
+				dst[k++] = src[from_b ? b : a];
+				b += from_b;
+				a += !from_b;
+			}
 			while (a < mid)
 				dst[k++] = src[a++];
 			while (b < hi)

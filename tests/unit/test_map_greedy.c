@@ -299,6 +299,52 @@ static void test_heap(void)
 	cm_heap_free(&h);
 }
 
+/* Built at once (cm_heap_append + cm_heap_build): the ids kept, and only
+ * they, come out in the order that pushing them one by one gives (the
+ * order is total), also after changes of keys; the dropped ids are
+ * absent. */
+static void test_heap_build(void)
+{
+	enum { N = 300 };
+	static double key[N];
+	struct cm_heap built, pushed;
+	uint64_t rs = 91;
+	int same = 1, absent = 1, count = 0;
+
+	ok(cm_heap_init(&built, N, key) == 0 &&
+	   cm_heap_init(&pushed, N, key) == 0, "heap build: initialised");
+	for (int i = 0; i < N; i++) {
+		int keep = i % 3 != 0;
+
+		key[i] = (double)cm_rand_below(&rs, 40);	/* many ties */
+		cm_heap_append(&built, i, keep);
+		if (keep)
+			cm_heap_push(&pushed, i);
+	}
+	cm_heap_build(&built);
+	for (int i = 0; i < N; i += 3)
+		absent &= !cm_heap_contains(&built, i);
+	ok(absent && built.len == pushed.len,
+	   "heap build: %d ids kept, the dropped ones absent", built.len);
+	for (int k = 0; k < 2000; k++) {
+		int id = (int)cm_rand_below(&rs, N);
+
+		if (!cm_heap_contains(&built, id))
+			continue;
+		key[id] += (double)cm_rand_below(&rs, 21) - 10;
+		cm_heap_update(&built, id);
+		cm_heap_update(&pushed, id);
+	}
+	while (built.len > 0 && pushed.len > 0) {
+		same &= cm_heap_pop(&built) == cm_heap_pop(&pushed);
+		count++;
+	}
+	ok(same && built.len == 0 && pushed.len == 0,
+	   "heap build: %d pops in the order of one-by-one pushes", count);
+	cm_heap_free(&built);
+	cm_heap_free(&pushed);
+}
+
 /* Multilevel bisection finds the obvious cuts: a 16 x 16 grid in two
  * 8 x 16 halves (16 links), a ring in two arcs (2 links); sizes within
  * one thread; the scratch array comes back all -1. */
@@ -503,6 +549,7 @@ int main(void)
 	test_spread_quota();
 	test_stencil_fm();
 	test_heap();
+	test_heap_build();
 	test_multilevel();
 	test_multilevel_gains();
 	test_pairs_exact();
