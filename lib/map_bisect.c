@@ -94,20 +94,20 @@ static int graph_alloc(struct graph *g, int nv, int nnz)
 	return 0;
 }
 
-/* Row x of m, from the contiguous copy r if there is one. */
-static int row_of(const struct cm_matrix *m, const struct cm_bisect_rows *r,
+/* Row x of m, from ref if there is one. */
+static int row_of(const struct cm_matrix *m, const struct cm_row_ref *ref,
 		  int x, const struct cm_matrix_entry **row)
 {
-	if (r) {
-		*row = r->adj + r->xadj[x];
-		return r->xadj[x + 1] - r->xadj[x];
+	if (ref) {
+		*row = ref[x].e;
+		return ref[x].len;
 	}
 	return cm_matrix_row(m, x, row);
 }
 
 /* The subgraph of m induced by T, vertex i = T[i]. */
 static int graph_from_threads(struct graph *g, const struct cm_matrix *m,
-			      const struct cm_bisect_rows *r, const int *T,
+			      const struct cm_row_ref *r, const int *T,
 			      int t, int *loc)
 {
 	int nnz = 0, k = 0;
@@ -679,7 +679,7 @@ int cm_bisect_multilevel_effort(const struct cm_matrix *m, const int *T,
 }
 
 int cm_bisect_multilevel_rows(const struct cm_matrix *m,
-			      const struct cm_bisect_rows *rows, const int *T,
+			      const struct cm_row_ref *rows, const int *T,
 			      int t, int ta, int tries, uint64_t seed,
 			      double eps, const struct cm_bisect_effort *e,
 			      int *loc, signed char *side, double *gain,

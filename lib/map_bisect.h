@@ -42,17 +42,18 @@ int cm_bisect_multilevel_effort(const struct cm_matrix *m, const int *T,
 				int *loc, signed char *side, double *gain,
 				double *tot);
 
-/* m's rows copied one after the other: row x at adj + xadj[x]. */
-struct cm_bisect_rows {
-	const int *xadj;
-	const struct cm_matrix_entry *adj;
+/* Row x of a matrix, looked up once: ref[x].e, ref[x].len entries (the
+ * matrix's own storage; no copy). */
+struct cm_row_ref {
+	const struct cm_matrix_entry *e;
+	int len;
 };
 
-/* cm_bisect_multilevel_effort() reading the rows of m from rows (not
- * NULL) instead of m: the placement keeps such a copy, one block to read
- * instead of a call per row.  The same result. */
+/* cm_bisect_multilevel_effort() reading the rows of m from ref (not
+ * NULL; one per thread of m) instead of a call per row.  The same
+ * result. */
 int cm_bisect_multilevel_rows(const struct cm_matrix *m,
-			      const struct cm_bisect_rows *rows, const int *T,
+			      const struct cm_row_ref *ref, const int *T,
 			      int t, int ta, int tries, uint64_t seed,
 			      double eps, const struct cm_bisect_effort *e,
 			      int *loc, signed char *side, double *gain,

@@ -469,8 +469,7 @@ struct place {
 	signed char *ml_side;
 	struct cm_heap heap[2];
 	int *count;		/* per node: threads its parent gave it */
-	int *xadj;		/* the matrix's rows copied contiguously: */
-	struct cm_matrix_entry *adj;	/* one row after the other */
+	struct cm_row_ref *ref;	/* the matrix's rows, looked up once */
 	int ml_min;		/* splits of this many threads: multilevel */
 	int effort_set;		/* CM_PLACE_LEAN: ml_min was adapted */
 	int large;		/* CM_PLACE_LEAN with n >= LEAN_LARGE_N */
@@ -493,43 +492,30 @@ static int loose(const struct place *p)
 	return p->effort_set && p->ml_min > p->n;
 }
 
-/* Row x of the matrix, from the contiguous copy: the placement scans
- * rows in every split, and one block of memory keeps them in cache. */
+/* Row x of the matrix (its own storage: a copy of all rows in one block
+ * cost more in page faults than it saved in cache misses, session 7). */
 static int place_row(const struct place *p, int x,
 		     const struct cm_matrix_entry **row)
 {
-	*row = p->adj + p->xadj[x];
-	return p->xadj[x + 1] - p->xadj[x];
+	*row = p->ref[x].e;
+	return p->ref[x].len;
 }
 
-/* Copy the rows of m into xadj / adj, and set eps from the largest
- * weight (as cm_matrix_max() finds it); 0 or -1. */
-static int copy_rows(struct place *p)
+/* Look the rows of m up once, and set eps from the largest weight (as
+ * cm_matrix_max() finds it); 0 or -1. */
+static int find_rows(struct place *p)
 {
 	double wmax = 0;
 
-	size_t nnz = 0;
-
-	p->xadj = malloc(sizeof(int) * ((size_t)p->n + 1));
-	if (!p->xadj)
-		return -1;
-	for (int x = 0; x < p->n; x++) {
-		const struct cm_matrix_entry *row;
-
-		p->xadj[x] = (int)nnz;
-		nnz += (size_t)cm_matrix_row(p->m, x, &row);
-	}
-	p->xadj[p->n] = (int)nnz;
-	p->adj = malloc(sizeof(*p->adj) * (nnz > 0 ? nnz : 1));
-	if (!p->adj)
+	p->ref = malloc(sizeof(*p->ref) * ((size_t)p->n + 1));
+	if (!p->ref)
 		return -1;
 	for (int x = 0; x < p->n; x++) {
 		const struct cm_matrix_entry *row;
 		int deg = cm_matrix_row(p->m, x, &row);
 
-		if (deg > 0)	/* an empty row may be NULL */
-			memcpy(p->adj + p->xadj[x], row,
-			       sizeof(*row) * (size_t)deg);
+		p->ref[x].e = row;
+		p->ref[x].len = deg;
 		for (int k = 0; k < deg; k++)
 			if (row[k].w > wmax)
 				wmax = row[k].w;
@@ -894,14 +880,13 @@ static int multilevel_split(struct place *p, const int *T, struct sizes *z)
 	int tries = !lean && z->t * TOP_SHARE >= p->n && z->t >= 256 ?
 		    TOP_TRIES : 1;
 	struct cm_bisect_effort e = lean_effort;
-	struct cm_bisect_rows rows = { p->xadj, p->adj };
 
 	if (large_effort(p)) {
 		e.fm_patience = LEAN_LARGE_ML_PATIENCE;
 		if (2 * z->t >= p->n)
 			tries = LEAN_LARGE_TOP_TRIES;
 	}
-	if (cm_bisect_multilevel_rows(p->m, &rows, T, z->t, z->ta, tries,
+	if (cm_bisect_multilevel_rows(p->m, p->ref, T, z->t, z->ta, tries,
 				      p->seed, p->eps, lean ? &e : NULL,
 				      p->loc, p->ml_side, p->gain, p->tot))
 		return -1;
@@ -1186,9 +1171,9 @@ static int node_of_pairs(const struct pairs_ctx *c, int v)
 	return 1;
 }
 
-/* Weight of the link a-b: a short row is scanned in the contiguous copy
- * (cheaper than the matrix's hash lookup, which was 1% of a mapping of
- * 1024 threads: one lookup per core); the same value either way. */
+/* Weight of the link a-b: a short row is scanned (cheaper than the
+ * matrix's hash lookup, which was 1% of a mapping of 1024 threads: one
+ * lookup per core); the same value either way. */
 #define PAIR_SCAN_MAX 32
 
 static double pair_weight(const struct pairs_ctx *c, int a, int b)
@@ -1592,8 +1577,7 @@ static void place_free(struct place *p)
 	free(p->loc);
 	free(p->ml_side);
 	free(p->count);
-	free(p->xadj);
-	free(p->adj);
+	free(p->ref);
 	cm_heap_free(&p->heap[0]);
 	cm_heap_free(&p->heap[1]);
 }
@@ -1620,7 +1604,7 @@ static int place_alloc(struct place *p, int n, int nnodes)
 	    cm_heap_init(&p->heap[1], n, p->gain) || !p->node_cap ||
 	    !p->spread || !p->quota || !p->side || !p->locked ||
 	    !p->ordered || !p->gain ||
-	    !p->tot || !p->moves || !p->buf || copy_rows(p)) {
+	    !p->tot || !p->moves || !p->buf || find_rows(p)) {
 		place_free(p);
 		errno = ENOMEM;
 		return -1;
