@@ -131,6 +131,23 @@
 #ifndef LEAN_LARGE_ML_MIN
 #define LEAN_LARGE_ML_MIN 256
 #endif
+/* Meshes at large n, below the first split: two V-cycles (the better
+ * kept) for the splits of at least n / LEAN_LARGE_MESH_SHARE threads.  A
+ * V-cycle of these splits leaves a cut 10-40% above the straight planes
+ * about as often as not, and a jagged block is cut worse at every level
+ * below it; Scotch's cuts are within 2-8% of the planes at every level
+ * (docs/PERFORMANCE.md, "Mapping", session 7).  Over five seeds at 4096
+ * threads: stencil2d 1.0053 of Scotch on average (was 1.0068), stencil3d
+ * 0.9976 (was 1.0024; at most 1.0018, was 1.0075), for a third more
+ * work on meshes (the time the mispredicted branches saved, session 7).
+ * Also at the first split (LEAN_LARGE_TOP_TRIES 2): 2D 1.0039, but a
+ * fifth more work on every family, and 3D at most 1.0062. */
+#ifndef LEAN_LARGE_MESH_SHARE
+#define LEAN_LARGE_MESH_SHARE 8
+#endif
+#ifndef LEAN_LARGE_MESH_TRIES
+#define LEAN_LARGE_MESH_TRIES 2
+#endif
 
 /* Nodes of pairs with up to this many threads are re-paired by an exact
  * matching (improve_pairs()); above, greedy matching + 2-opt. */
@@ -885,6 +902,8 @@ static int multilevel_split(struct place *p, const int *T, struct sizes *z)
 		e.fm_patience = LEAN_LARGE_ML_PATIENCE;
 		if (2 * z->t >= p->n)
 			tries = LEAN_LARGE_TOP_TRIES;
+		if (p->mesh && (long long)LEAN_LARGE_MESH_SHARE * z->t >= p->n)
+			tries = LEAN_LARGE_MESH_TRIES;
 	}
 	if (cm_bisect_multilevel_rows(p->m, p->ref, T, z->t, z->ta, tries,
 				      p->seed, p->eps, lean ? &e : NULL,
