@@ -108,6 +108,7 @@ struct config {
 	int no_refine;
 	int check;
 	int quiet;
+	int by_level;
 };
 
 /* Everything one row needs while it runs. */
@@ -154,7 +155,10 @@ static void usage(FILE *f)
 "  --no-refine         set cm_map_options.no_refine\n"
 "  --list-topologies   print the N -> topology table and exit\n"
 "  --check             exit 1 if auto costs more than Scotch anywhere\n"
-"  --quiet             no progress lines on stderr\n",
+"  --quiet             no progress lines on stderr\n"
+"  --by-level          also the weight of the links by the distance of\n"
+"                      their threads (the level that joins them): cost\n"
+"                      is the sum of distance x weight\n",
 		CM_MAP_EXACT_MAX);
 }
 
@@ -298,7 +302,7 @@ enum {
 	OPT_SIZES = 256, OPT_FAMILIES, OPT_REPS, OPT_ALGORITHMS, OPT_FORMAT,
 	OPT_SEED, OPT_TOPOLOGY, OPT_CHECK, OPT_BUDGET, OPT_SKIP,
 	OPT_SCOTCH_THREADS, OPT_SCOTCH_STRATEGY, OPT_NO_REFINE, OPT_LIST,
-	OPT_QUIET, OPT_CSV, OPT_HELP
+	OPT_QUIET, OPT_CSV, OPT_BY_LEVEL, OPT_HELP
 };
 
 static const struct option long_options[] = {
@@ -318,6 +322,7 @@ static const struct option long_options[] = {
 	{ "list-topologies", no_argument, NULL, OPT_LIST },
 	{ "quiet", no_argument, NULL, OPT_QUIET },
 	{ "csv", required_argument, NULL, OPT_CSV },
+	{ "by-level", no_argument, NULL, OPT_BY_LEVEL },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -379,6 +384,9 @@ static int parse_option(struct config *cfg, int opt, char *arg)
 		return 0;
 	case OPT_QUIET:
 		cfg->quiet = 1;
+		return 0;
+	case OPT_BY_LEVEL:
+		cfg->by_level = 1;
 		return 0;
 	case OPT_LIST:
 		list_topologies();
@@ -455,6 +463,30 @@ static int parse_args(struct config *cfg, int argc, char **argv)
 	return config_finish(cfg) < 0 ? -1 : 0;
 }
 
+/* Each link once (row i, columns above i), by the distance of its
+ * threads' PUs. */
+static void score_by_distance(const struct row_ctx *rc,
+			      struct bench_cell *cell)
+{
+	int n = cm_matrix_nthreads(rc->m);
+
+	for (int i = 0; i < n; i++) {
+		const struct cm_matrix_entry *row;
+		int deg = cm_matrix_row(rc->m, i, &row);
+
+		for (int k = 0; k < deg; k++) {
+			int d;
+
+			if (row[k].col <= i)
+				continue;
+			d = cm_topo_distance(rc->topo, rc->map[i],
+					     rc->map[row[k].col]);
+			if (d >= 0 && d < BENCH_DISTANCES)
+				cell->by_distance[d] += row[k].w;
+		}
+	}
+}
+
 /* The mapping is scored only if it is a valid placement. */
 static void cell_score(struct row_ctx *rc, struct bench_cell *cell)
 {
@@ -468,6 +500,8 @@ static void cell_score(struct row_ctx *rc, struct bench_cell *cell)
 		return;
 	}
 	cell->cost = cm_cost(rc->topo, rc->m, rc->map);
+	if (rc->cfg->by_level)
+		score_by_distance(rc, cell);
 	cell->state = CELL_OK;
 }
 
@@ -718,6 +752,7 @@ static int print_results(const struct config *cfg, struct size_ctx *sc,
 		.topologies = topologies,
 		.tleafs = tleafs,
 		.nsizes = cfg->nsizes,
+		.by_level = cfg->by_level,
 	};
 
 	for (int i = 0; i < cfg->nsizes; i++) {

@@ -35,9 +35,16 @@ enum bench_state {
 	CELL_OK
 };
 
+/* Distances between PUs: cm_level_weight() of their lowest common level
+ * (0 the same PU ... 6 the machine). */
+#define BENCH_DISTANCES 7
+
 struct bench_cell {
 	enum bench_state state;
 	double cost;		/* cm_cost of the mapping */
+	/* weight of the links whose threads are at each distance: cost is
+	 * the sum of d x by_distance[d]; where a mapper loses, by level */
+	double by_distance[BENCH_DISTANCES];
 	double ms;		/* best time over the repetitions */
 	int reps;		/* repetitions actually run */
 	int repaired;		/* Scotch: threads moved off shared PUs */
@@ -64,6 +71,7 @@ struct bench_run_info {
 	const char *const *topologies;	/* one per size */
 	const char *const *tleafs;	/* Scotch arch per size, or NULL */
 	int nsizes;
+	int by_level;		/* also print the links by distance */
 };
 
 enum bench_format { FMT_TEXT, FMT_CSV, FMT_MARKDOWN };

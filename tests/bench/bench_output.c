@@ -188,6 +188,63 @@ static void print_topologies(FILE *out, int md,
 	}
 }
 
+/* --by-level: the distances with a link anywhere in the run. */
+static void used_distances(const struct bench_row *rows, int nrows,
+			   const int *selected, int *used)
+{
+	for (int d = 0; d < BENCH_DISTANCES; d++)
+		used[d] = 0;
+	for (int i = 0; i < nrows; i++)
+		for (int c = 0; c < COL_COUNT; c++)
+			for (int d = 0; d < BENCH_DISTANCES; d++)
+				if (selected[c] &&
+				    rows[i].cell[c].state == CELL_OK &&
+				    rows[i].cell[c].by_distance[d] > 0)
+					used[d] = 1;
+}
+
+/* One line per mapper and row: where its cost comes from, level by
+ * level (e.g. auto and Scotch at the same N side by side). */
+static void print_by_level(FILE *out, int md, const struct bench_row *rows,
+			   int nrows, const int *selected)
+{
+	int used[BENCH_DISTANCES];
+
+	used_distances(rows, nrows, selected, used);
+	fprintf(out, md ? "\n#### Weight of the links by distance (1 core, "
+			  "2 L2, 3 L3, 4 NUMA node, 5 package, 6 machine)"
+			  "\n\n| family | N | mapper |"
+			: "\nweight of the links by distance (1 core, 2 L2, "
+			  "3 L3, 4 NUMA node, 5 package, 6 machine)\n"
+			  "%-12s %5s %-10s", "family", "N", "mapper");
+	for (int d = 0; d < BENCH_DISTANCES; d++)
+		if (used[d])
+			fprintf(out, md ? " %d |" : " %10d", d);
+	fprintf(out, "\n");
+	if (md) {
+		fprintf(out, "|---|--:|---|");
+		for (int d = 0; d < BENCH_DISTANCES; d++)
+			if (used[d])
+				fprintf(out, "--:|");
+		fprintf(out, "\n");
+	}
+	for (int i = 0; i < nrows; i++) {
+		for (int c = 0; c < COL_COUNT; c++) {
+			const struct bench_cell *cl = &rows[i].cell[c];
+
+			if (!selected[c] || cl->state != CELL_OK)
+				continue;
+			fprintf(out, md ? "| %s | %d | %s |" : "%-12s %5d %-10s",
+				rows[i].family, rows[i].n, bench_col_name(c));
+			for (int d = 0; d < BENCH_DISTANCES; d++)
+				if (used[d])
+					fprintf(out, md ? " %.6g |" : " %10.6g",
+						cl->by_distance[d]);
+			fprintf(out, "\n");
+		}
+	}
+}
+
 static void print_human(FILE *out, int md, const struct bench_run_info *info,
 			const struct bench_row *rows, int nrows,
 			const int *selected)
@@ -213,10 +270,13 @@ static void print_human(FILE *out, int md, const struct bench_run_info *info,
 			: "\ntime in ms, best of the repetitions "
 			  "(ratio to the fastest in the row)\n");
 	print_table(out, md, rows, nrows, selected, fmt_time_cell, 0);
+	if (info->by_level)
+		print_by_level(out, md, rows, nrows, selected);
 	print_failures(out, rows, nrows);
 }
 
-static void print_csv_cell(FILE *out, const struct bench_row *r, int c)
+static void print_csv_cell(FILE *out, const struct bench_row *r, int c,
+			   int by_level)
 {
 	const struct bench_cell *cl = &r->cell[c];
 
@@ -224,22 +284,33 @@ static void print_csv_cell(FILE *out, const struct bench_row *r, int c)
 		bench_col_name(c),
 		cl->state == CELL_OK ? "ok" : state_text(cl->state));
 	if (cl->state == CELL_OK)
-		fprintf(out, "%.6g,%.6g,%.6f,%.6g,%d,%d\n", cl->cost,
+		fprintf(out, "%.6g,%.6g,%.6f,%.6g,%d,%d", cl->cost,
 			cl->cost_ratio, cl->ms, cl->time_ratio, cl->reps,
 			cl->repaired);
 	else
-		fprintf(out, ",,,,%d,0\n", cl->reps);
+		fprintf(out, ",,,,%d,0", cl->reps);
+	for (int d = 0; by_level && d < BENCH_DISTANCES; d++)
+		if (cl->state == CELL_OK)
+			fprintf(out, ",%.6g", cl->by_distance[d]);
+		else
+			fprintf(out, ",");
+	fprintf(out, "\n");
 }
 
+/* --by-level appends the weights by distance (by_d0 ... by_d6), so that
+ * the columns before keep their places. */
 static void print_csv(FILE *out, const struct bench_row *rows, int nrows,
-		      const int *selected)
+		      const int *selected, int by_level)
 {
 	fprintf(out, "family,n,topology,algorithm,state,cost,cost_ratio,"
-		"time_ms,time_ratio,reps,repaired\n");
+		"time_ms,time_ratio,reps,repaired");
+	for (int d = 0; by_level && d < BENCH_DISTANCES; d++)
+		fprintf(out, ",by_d%d", d);
+	fprintf(out, "\n");
 	for (int i = 0; i < nrows; i++)
 		for (int c = 0; c < COL_COUNT; c++)
 			if (selected[c])
-				print_csv_cell(out, &rows[i], c);
+				print_csv_cell(out, &rows[i], c, by_level);
 }
 
 void bench_print(FILE *out, enum bench_format fmt,
@@ -248,7 +319,7 @@ void bench_print(FILE *out, enum bench_format fmt,
 		 const int *selected)
 {
 	if (fmt == FMT_CSV)
-		print_csv(out, rows, nrows, selected);
+		print_csv(out, rows, nrows, selected, info->by_level);
 	else
 		print_human(out, fmt == FMT_MARKDOWN, info, rows, nrows,
 			    selected);

@@ -9,7 +9,8 @@ INTEGRATION_TESTS = \
 	tests/integration/t0140-help.sh \
 	tests/integration/t0150-deploy-files.sh \
 	tests/integration/t0160-man-pages.sh \
-	tests/integration/t0170-completion.sh
+	tests/integration/t0170-completion.sh \
+	tests/integration/t0180-bench-map.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/tap.sh \
 	tests/integration/data/pack2-l3-core4-pu2.xml
