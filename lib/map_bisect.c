@@ -128,12 +128,13 @@ static int graph_from_threads(struct graph *g, const struct cm_matrix *m,
 
 		g->xadj[i] = k;
 		g->vw[i] = 1;
-		for (int j = 0; j < deg; j++) {
-			if (loc[row[j].col] < 0)
-				continue;
+		for (int j = 0; j < deg; j++) {	/* no branch: */
+			int in = loc[row[j].col] >= 0;	/* slot k kept if in */
+
 			g->adj[k] = loc[row[j].col];
-			g->ew[k++] = row[j].w;
-			tot += row[j].w;
+			g->ew[k] = row[j].w;
+			tot += cm_keep(row[j].w, in);
+			k += in;
 		}
 		g->tot[i] = tot;
 	}
@@ -194,9 +195,10 @@ static int match_heavy_edges(struct graph *g, int limit, uint64_t *rng,
 	return nc;
 }
 
-/* Add the edges of fine vertex u to coarse vertex cv of c, merging those
- * that reach the same coarse vertex through mark (-1 where unset; mark[cv]
- * is the spare slot past the last edge, which takes the edges inside cv).
+/* Add the edges of fine vertex u to the coarse vertex cv of c being
+ * built, merging those that reach the same coarse vertex through mark (-1
+ * where unset; mark[cv] is the spare slot past the last edge, which takes
+ * the edges inside cv).
  * Without branches: whether a coarse neighbour is new, or cv itself, is a
  * coin toss to the branch predictor on meshes (a seventh of the
  * mispredicted branches of a mapping of 1024 threads, cachegrind
@@ -450,8 +452,8 @@ static double cut_of(const struct graph *g, const struct work *w)
 
 	for (int u = 0; u < g->nv; u++)
 		for (int e = g->xadj[u]; e < g->xadj[u + 1]; e++)
-			if (w->side[g->adj[e]] != w->side[u])
-				cut += g->ew[e];
+			cut += cm_keep(g->ew[e],
+				       w->side[g->adj[e]] != w->side[u]);
 	return cut / 2;
 }
 

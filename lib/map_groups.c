@@ -939,8 +939,8 @@ static void adapt_effort(struct place *p, const int *T, int t)
 
 		for (int k = 0; k < deg; k++) {
 			total += row[k].w;
-			if (p->side[row[k].col] != p->side[x])
-				cut += row[k].w;
+			cut += cm_keep(row[k].w,
+				       p->side[row[k].col] != p->side[x]);
 		}
 	}
 	p->effort_set = 1;
@@ -1327,10 +1327,10 @@ static double pairing_bound(const struct pairs_ctx *c, const int *set, int k,
 		best[i] = 0;
 		for (int j = 0; j < deg; j++) {
 			int o = c->loc[row[j].col];
+			double w = cm_keep(row[j].w, o >= 0);
 
-			if (o >= 0 && row[j].w > best[i])
-				best[i] = row[j].w;
-			in += o >= 0 && o != i;
+			best[i] = w > best[i] ? w : best[i];	/* maxsd */
+			in += (o >= 0) & (o != i);
 		}
 		c->deg[i] = in;
 		sum += best[i];

@@ -6,6 +6,7 @@
 #define COMMAP_MAP_GROUPS_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "commap/mapping.h"
 #include "commap/matrix.h"
@@ -122,6 +123,18 @@ static inline double cm_signed(double w, int plus)
 	static const double sign[2] = { -1.0, 1.0 };
 
 	return sign[plus != 0] * w;
+}
+
+/* w if keep, else 0, without a branch (for sums of the links that a
+ * split cuts); exact, also for an infinite w, which 0 x w is not. */
+static inline double cm_keep(double w, int keep)
+{
+	uint64_t bits;
+
+	memcpy(&bits, &w, sizeof(bits));
+	bits &= -(uint64_t)(keep != 0);
+	memcpy(&w, &bits, sizeof(w));
+	return w;
 }
 
 #endif

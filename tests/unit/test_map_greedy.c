@@ -299,6 +299,21 @@ static void test_heap(void)
 	cm_heap_free(&h);
 }
 
+/* The branch-free helpers of the FM sums are exact: the weight or
+ * nothing, also for an infinite weight (where 0 x w would be NaN). */
+static void test_branchless_helpers(void)
+{
+	double inf = HUGE_VAL, w = 0.1 + 0.2;
+
+	ok(cm_keep(w, 1) == w && cm_keep(w, 7) == w, "cm_keep: kept");
+	ok(cm_keep(w, 0) == 0 && !signbit(cm_keep(-w, 0)),
+	   "cm_keep: dropped is +0");
+	ok(cm_keep(inf, 0) == 0 && cm_keep(inf, 1) == inf,
+	   "cm_keep: infinite weight");
+	ok(cm_signed(w, 1) == w && cm_signed(w, 0) == -w &&
+	   10.0 + cm_signed(w, 0) == 10.0 - w, "cm_signed: +w or -w, exact");
+}
+
 /* Built at once (cm_heap_append + cm_heap_build): the ids kept, and only
  * they, come out in the order that pushing them one by one gives (the
  * order is total), also after changes of keys; the dropped ids are
@@ -550,6 +565,7 @@ int main(void)
 	test_stencil_fm();
 	test_heap();
 	test_heap_build();
+	test_branchless_helpers();
 	test_multilevel();
 	test_multilevel_gains();
 	test_pairs_exact();
