@@ -147,8 +147,10 @@ int cm_proc_read_env(const char *proc_root, pid_t pid, const char *key,
 /* Rank an MPI launcher gave the process, or -1.  *mpi is set when it
  * comes from an MPI variable (PMIX_RANK, OMPI_COMM_WORLD_RANK) rather
  * than Slurm's SLURM_PROCID, which a process forked by mpirun inside a
- * batch step inherits from mpirun (0) until its exec replaces it. */
-static int read_env_rank_src(const char *proc_root, pid_t pid, int *mpi)
+ * batch step inherits from mpirun (0) until its exec replaces it.
+ * *empty is set when the environment is empty or unreadable. */
+static int read_env_rank_src(const char *proc_root, pid_t pid, int *mpi,
+			     int *empty)
 {
 	static const char *const keys[] = {
 		"PMIX_RANK=", "OMPI_COMM_WORLD_RANK=", "SLURM_PROCID=",
@@ -158,6 +160,7 @@ static int read_env_rank_src(const char *proc_root, pid_t pid, int *mpi)
 	int rank = -1;
 
 	*mpi = 0;
+	*empty = !buf || len == 0;
 	if (!buf)
 		return -1;
 	for (size_t k = 0; k < 3 && rank < 0; k++) {
@@ -179,9 +182,9 @@ static int read_env_rank_src(const char *proc_root, pid_t pid, int *mpi)
 
 static int read_env_rank(const char *proc_root, pid_t pid)
 {
-	int mpi;
+	int mpi, empty;
 
-	return read_env_rank_src(proc_root, pid, &mpi);
+	return read_env_rank_src(proc_root, pid, &mpi, &empty);
 }
 
 /* The file behind /proc/PID/exe: 0, or -1 (gone, a kernel thread). */
@@ -361,7 +364,12 @@ static void finalize_rank(struct cm_tracker *t, int p, int rank)
 /* A provisional rank (proc_track.h): final once an MPI variable gives
  * it, once the process has exec'ed (its environment is its own then),
  * or at the deadline; until then its parent's.  The program is read
- * before the environment: a process seen exec'ed has its new one. */
+ * before the environment: a process seen exec'ed has its new one, or
+ * none yet.  The kernel switches /proc/PID/exe before the new program's
+ * environment is in place, and a scan in between read an empty one: a
+ * rank forked by mpirun was then made final with mpirun's rank (seen
+ * once in CI under load); an exec'ed process with an empty environment
+ * waits for the next scan (or the deadline). */
 static void decide_rank(struct cm_tracker *t, int p, uint64_t now)
 {
 	struct cm_tracked_proc *pr = &t->procs[p];
@@ -369,7 +377,10 @@ static void decide_rank(struct cm_tracker *t, int p, uint64_t now)
 	ino_t ino;
 	int execd = read_exe_id(t->root, pr->pid, &dev, &ino) == 0 &&
 		    (dev != pr->fork_exe_dev || ino != pr->fork_exe_ino);
-	int mpi, rank = read_env_rank_src(t->root, pr->pid, &mpi);
+	int mpi, empty, rank = read_env_rank_src(t->root, pr->pid, &mpi,
+						  &empty);
+
+	execd = execd && !empty;
 
 	if (rank < 0 || !(mpi || execd))
 		rank = pr->parent >= 0 ? t->procs[pr->parent].rank : pr->rank;

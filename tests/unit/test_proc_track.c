@@ -2,6 +2,7 @@
  * processes and on a fabricated proc tree (for pid reuse). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -191,7 +192,7 @@ static void write_file(const char *path, const char *text)
 
 static void fake_stat(const char *dir, int pid, unsigned long long start)
 {
-	char path[512], text[512];
+	char path[PATH_MAX], text[512];
 
 	snprintf(path, sizeof(path), "%s/stat", dir);
 	snprintf(text, sizeof(text), "%d (a (b) c) S 1 %d %d 0 -1 4194560 "
@@ -347,10 +348,71 @@ static void test_quiet_scans(void)
 		diag("cleanup failed");
 }
 
+/* Between the switch of /proc/PID/exe and the new program's environment
+ * a scan reads an empty environment: the child forked by a launcher
+ * (mpirun, rank 0) must stay provisional then, not take rank 0 for good,
+ * and take its own rank once the environment shows (t0540 failed once
+ * in CI under load this way). */
+static void test_exec_empty_environ(void)
+{
+	char root[] = "/tmp/commap-proc-XXXXXX", path[600];
+	static const int main_tids[] = { 5000, 0 };
+	static const int child_tids[] = { 5100, 0 };
+	struct cm_tracker *t;
+	int rank = -1, index = -1, fin;
+
+	if (!mkdtemp(root))
+		return;
+	fake_process(root, 5000, main_tids);
+	snprintf(path, sizeof(path), "%s/5000/exe", root);
+	if (symlink("/bin/sh", path) < 0)
+		diag("symlink failed");
+	t = cm_tracker_new(root, (uid_t)-1);
+	ok(cm_tracker_add_root(t, 5000, 0, NULL) == 0, "exec: root added");
+	cm_tracker_scan(t);
+	/* forked, not exec'ed: the launcher's program and environment */
+	fake_process(root, 5100, child_tids);
+	snprintf(path, sizeof(path), "%s/5100/exe", root);
+	if (symlink("/bin/sh", path) < 0)
+		diag("symlink failed");
+	snprintf(path, sizeof(path), "%s/5100/environ", root);
+	write_file(path, "SLURM_PROCID=0");
+	snprintf(path, sizeof(path), "%s/5000/task/5000/children", root);
+	write_file(path, "5100 ");
+	cm_tracker_scan(t);
+	fin = cm_tracker_thread_ident(t, cm_tracker_find_thread(t, 5100),
+				      &rank, &index);
+	ok(fin == 0 && rank == 0, "before exec: provisional, the launcher's "
+	   "rank (final %d, rank %d)", fin, rank);
+	/* exec'ed, its environment not yet in place */
+	snprintf(path, sizeof(path), "%s/5100/exe", root);
+	unlink(path);
+	if (symlink("/bin/true", path) < 0)
+		diag("symlink failed");
+	snprintf(path, sizeof(path), "%s/5100/environ", root);
+	write_file(path, "");
+	cm_tracker_scan(t);
+	fin = cm_tracker_thread_ident(t, cm_tracker_find_thread(t, 5100),
+				      &rank, &index);
+	ok(fin == 0, "exec'ed with an empty environment: still provisional "
+	   "(final %d, rank %d)", fin, rank);
+	write_file(path, "PMIX_RANK=1");
+	cm_tracker_scan(t);
+	fin = cm_tracker_thread_ident(t, cm_tracker_find_thread(t, 5100),
+				      &rank, &index);
+	ok(fin == 1 && rank == 1, "then its own rank, final (final %d, rank "
+	   "%d)", fin, rank);
+	cm_tracker_free(t);
+	snprintf(path, sizeof(path), "rm -rf %s", root);
+	if (system(path) != 0)
+		diag("cleanup failed");
+}
+
 int main(void)
 {
 	test_real_processes();
 	test_rank_after_exec();
+	test_exec_empty_environ();
 	test_refusals();
 	test_pid_reuse();
 	test_quiet_scans();
