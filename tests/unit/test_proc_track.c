@@ -348,6 +348,27 @@ static void test_quiet_scans(void)
 		diag("cleanup failed");
 }
 
+/* PID's /proc/PID/exe: a link to the program file TARGET. */
+static void fake_exe(const char *root, int pid, const char *target)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%d/exe", root, pid);
+	unlink(path);
+	if (symlink(target, path) < 0)
+		diag("symlink %s failed", path);
+}
+
+/* Scan, then the identity of thread TID: 1 final, 0 provisional. */
+static int scan_ident(struct cm_tracker *t, pid_t tid, int *rank)
+{
+	int index;
+
+	cm_tracker_scan(t);
+	return cm_tracker_thread_ident(t, cm_tracker_find_thread(t, tid),
+				       rank, &index);
+}
+
 /* Between the switch of /proc/PID/exe and the new program's environment
  * a scan reads an empty environment: the child forked by a launcher
  * (mpirun, rank 0) must stay provisional then, not take rank 0 for good,
@@ -355,51 +376,37 @@ static void test_quiet_scans(void)
  * in CI under load this way). */
 static void test_exec_empty_environ(void)
 {
-	char root[] = "/tmp/commap-proc-XXXXXX", path[600];
+	char root[] = "/tmp/commap-proc-XXXXXX", env[600], path[600];
 	static const int main_tids[] = { 5000, 0 };
 	static const int child_tids[] = { 5100, 0 };
 	struct cm_tracker *t;
-	int rank = -1, index = -1, fin;
+	int rank = -1, fin;
 
 	if (!mkdtemp(root))
 		return;
 	fake_process(root, 5000, main_tids);
-	snprintf(path, sizeof(path), "%s/5000/exe", root);
-	if (symlink("/bin/sh", path) < 0)
-		diag("symlink failed");
+	fake_exe(root, 5000, "/bin/sh");
 	t = cm_tracker_new(root, (uid_t)-1);
 	ok(cm_tracker_add_root(t, 5000, 0, NULL) == 0, "exec: root added");
 	cm_tracker_scan(t);
 	/* forked, not exec'ed: the launcher's program and environment */
 	fake_process(root, 5100, child_tids);
-	snprintf(path, sizeof(path), "%s/5100/exe", root);
-	if (symlink("/bin/sh", path) < 0)
-		diag("symlink failed");
-	snprintf(path, sizeof(path), "%s/5100/environ", root);
-	write_file(path, "SLURM_PROCID=0");
+	fake_exe(root, 5100, "/bin/sh");
+	snprintf(env, sizeof(env), "%s/5100/environ", root);
+	write_file(env, "SLURM_PROCID=0");
 	snprintf(path, sizeof(path), "%s/5000/task/5000/children", root);
 	write_file(path, "5100 ");
-	cm_tracker_scan(t);
-	fin = cm_tracker_thread_ident(t, cm_tracker_find_thread(t, 5100),
-				      &rank, &index);
+	fin = scan_ident(t, 5100, &rank);
 	ok(fin == 0 && rank == 0, "before exec: provisional, the launcher's "
 	   "rank (final %d, rank %d)", fin, rank);
 	/* exec'ed, its environment not yet in place */
-	snprintf(path, sizeof(path), "%s/5100/exe", root);
-	unlink(path);
-	if (symlink("/bin/true", path) < 0)
-		diag("symlink failed");
-	snprintf(path, sizeof(path), "%s/5100/environ", root);
-	write_file(path, "");
-	cm_tracker_scan(t);
-	fin = cm_tracker_thread_ident(t, cm_tracker_find_thread(t, 5100),
-				      &rank, &index);
+	fake_exe(root, 5100, "/bin/true");
+	write_file(env, "");
+	fin = scan_ident(t, 5100, &rank);
 	ok(fin == 0, "exec'ed with an empty environment: still provisional "
 	   "(final %d, rank %d)", fin, rank);
-	write_file(path, "PMIX_RANK=1");
-	cm_tracker_scan(t);
-	fin = cm_tracker_thread_ident(t, cm_tracker_find_thread(t, 5100),
-				      &rank, &index);
+	write_file(env, "PMIX_RANK=1");
+	fin = scan_ident(t, 5100, &rank);
 	ok(fin == 1 && rank == 1, "then its own rank, final (final %d, rank "
 	   "%d)", fin, rank);
 	cm_tracker_free(t);
