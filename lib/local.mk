@@ -12,6 +12,7 @@ lib_libcommap_la_SOURCES = \
 	lib/map_internal.h lib/map_capacity.c \
 	lib/map_groups.h lib/map_groups.c \
 	lib/map_bisect.h lib/map_bisect.c \
+	lib/map_coords.h lib/map_coords.c \
 	lib/map_greedy.c \
 	lib/matching.h lib/matching.c \
 	lib/map_matching.c \

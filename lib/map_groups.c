@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "map_bisect.h"
+#include "map_coords.h"
 #include "map_groups.h"
 #include "map_internal.h"
 #include "matching.h"
@@ -131,17 +132,31 @@
 #ifndef LEAN_LARGE_ML_MIN
 #define LEAN_LARGE_ML_MIN 256
 #endif
-/* Meshes at large n, below the first split: two V-cycles (the better
- * kept) for the splits of at least n / LEAN_LARGE_MESH_SHARE threads.  A
- * V-cycle of these splits leaves a cut 10-40% above the straight planes
- * about as often as not, and a jagged block is cut worse at every level
- * below it; Scotch's cuts are within 2-8% of the planes at every level
- * (docs/PERFORMANCE.md, "Mapping", session 7).  Over five seeds at 4096
+/* CM_PLACE_LEAN from LEAN_COORD_MIN_N threads on, meshes: straight
+ * splits (map_coords.c, hop distances from LEAN_COORD_PIVOTS pivots)
+ * replace multilevel bisection when, at the first split, they cut no
+ * more than it (try_straight()).  On the shuffled grids of 4096 threads
+ * every split is then a plane: stencil2d 22400 and stencil3d 36352, the
+ * costs of recursive coordinate bisection, 0.9932 and 1.0000 of Scotch
+ * (0.9917-0.9981 and 0.9855-1.0000 over five seeds), in less time than
+ * the multilevel splits (docs/PERFORMANCE.md, "Session 7: meshes at
+ * 4096 threads").  At 1024 threads the costs are already Scotch's or
+ * lower and the straight splits cost more time than lean multilevel. */
+#ifndef LEAN_COORD_PIVOTS
+#define LEAN_COORD_PIVOTS 8
+#endif
+#ifndef LEAN_COORD_MIN_N
+#define LEAN_COORD_MIN_N LEAN_LARGE_N
+#endif
+/* Meshes at large n whose straight splits do not win (above), below the
+ * first split: two V-cycles (the better kept) for the splits of at least
+ * n / LEAN_LARGE_MESH_SHARE threads.  One V-cycle leaves a cut 10-40%
+ * above the planes about as often as not, and a jagged block is cut
+ * worse at every level below it.  Measured on the grids with multilevel
+ * splits only (before the straight ones), over five seeds at 4096
  * threads: stencil2d 1.0053 of Scotch on average (was 1.0068), stencil3d
- * 0.9976 (was 1.0024; at most 1.0018, was 1.0075), for a third more
- * work on meshes (the time the mispredicted branches saved, session 7).
- * Also at the first split (LEAN_LARGE_TOP_TRIES 2): 2D 1.0039, but a
- * fifth more work on every family, and 3D at most 1.0062. */
+ * 0.9976 (was 1.0024), for a third more work (docs/PERFORMANCE.md,
+ * "Mapping", session 7). */
 #ifndef LEAN_LARGE_MESH_SHARE
 #define LEAN_LARGE_MESH_SHARE 8
 #endif
@@ -494,6 +509,9 @@ struct place {
 				 * already their weight to each other */
 	int mesh;		/* the first split found neither a loose graph
 				 * nor an expander */
+	struct cm_coords coords;	/* pivot distances (try_straight()) */
+	int try_coords;		/* large n: at the first split of a mesh */
+	int geometric;		/* straight splits cut no more than it */
 };
 
 /* The extra effort of large n (LEAN_LARGE_N): for the first split, whose
@@ -981,12 +999,9 @@ static void initial_split(struct place *p, int *T, struct sizes *z)
 	}
 }
 
-/* Split T into side A (first ta in the result) and B; returns |A|. */
-static int bisect(struct place *p, int *T, struct sizes *z)
+/* FM passes at fixed sizes on the split of T. */
+static void fm_passes(struct place *p, const int *T, struct sizes *z)
 {
-	int na = 0, next[2];
-
-	initial_split(p, T, z);
 	if ((p->flags & CM_PLACE_FM) && z->t > 1) {
 		/* large n: the full passes (random 4096 -0.04%, and no
 		 * more instructions there) */
@@ -996,9 +1011,92 @@ static int bisect(struct place *p, int *T, struct sizes *z)
 		for (int pass = 0; pass < passes; pass++)
 			if (!improved(p, fm_pass(p, T, z), 0))
 				break;
-		if (z->t < z->cap_a + z->cap_b)
-			stack_moves(p, T, z);
 	}
+}
+
+/* A straight split (map_coords.c) improved by FM passes. */
+static void coord_split(struct place *p, int *T, struct sizes *z)
+{
+	cm_coords_split(&p->coords, p->ref, T, z->t, z->ta, 0, p->side,
+			p->moves);
+	compute_gains(p, T, z->t);
+	z->na = z->ta;
+	fm_passes(p, T, z);
+}
+
+/* Weight cut by the split of T: a thread's weight to the other side is
+ * (gain + tot) / 2, and the sum counts each link twice. */
+static double split_cut(const struct place *p, const int *T, int t)
+{
+	double cut = 0;
+
+	for (int i = 0; i < t; i++)
+		cut += p->gain[T[i]] + p->tot[T[i]];
+	return cut / 4;
+}
+
+/* Back to the split saved in p->ml_side. */
+static void restore_split(struct place *p, const int *T, struct sizes *z)
+{
+	for (int i = 0; i < z->t; i++)
+		p->side[T[i]] = p->ml_side[i];
+	compute_gains(p, T, z->t);
+	z->na = z->ta;
+}
+
+/* The first split of a large matrix of a mesh (the share of the weight
+ * it cut is neither loose nor an expander's, as in adapt_effort()): is
+ * the straight split as good as the multilevel one just made?  Then the
+ * planes are the graph's best cuts, and every split below is straight
+ * (p->geometric); else the multilevel split stays.  A straight split
+ * that cuts more before FM is not refined. */
+static void try_straight(struct place *p, int *T, struct sizes *z)
+{
+	double ml = split_cut(p, T, z->t), total = 0;
+
+	for (int i = 0; i < z->t; i++)
+		total += p->tot[T[i]];
+	total /= 2;
+	if (!(ml >= LEAN_LOOSE_CUT * total && ml <= LEAN_EXPANDER_CUT * total))
+		return;
+	/* without them (out of memory) the splits stay multilevel */
+	if (cm_coords_init(&p->coords, p->ref, p->n, LEAN_COORD_PIVOTS,
+			   p->seed) < 0)
+		return;
+	for (int i = 0; i < z->t; i++)
+		p->ml_side[i] = p->side[T[i]];
+	if (cm_coords_split(&p->coords, p->ref, T, z->t, z->ta, 1, p->side,
+			    p->moves) > ml + p->eps) {
+		restore_split(p, T, z);
+		return;
+	}
+	compute_gains(p, T, z->t);
+	z->na = z->ta;
+	fm_passes(p, T, z);
+	if (split_cut(p, T, z->t) <= ml + p->eps)
+		p->geometric = 1;
+	else
+		restore_split(p, T, z);
+}
+
+/* Split T into side A (first ta in the result) and B; returns |A|. */
+static int bisect(struct place *p, int *T, struct sizes *z)
+{
+	int na = 0, next[2];
+	int straight = p->try_coords && z->ta > 0 && z->ta < z->t &&
+		       (p->geometric || (!p->effort_set && z->t == p->n));
+
+	if (straight && p->geometric) {
+		coord_split(p, T, z);
+	} else {
+		initial_split(p, T, z);
+		fm_passes(p, T, z);
+		if (straight)
+			try_straight(p, T, z);
+	}
+	if ((p->flags & CM_PLACE_FM) && z->t > 1 &&
+	    z->t < z->cap_a + z->cap_b)
+		stack_moves(p, T, z);
 	if ((p->flags & CM_PLACE_LEAN) && !p->effort_set && z->t == p->n &&
 	    z->ta > 0 && z->ta < z->t)
 		adapt_effort(p, T, z->t);
@@ -1597,6 +1695,7 @@ static void place_free(struct place *p)
 	free(p->ml_side);
 	free(p->count);
 	free(p->ref);
+	cm_coords_free(&p->coords);
 	cm_heap_free(&p->heap[0]);
 	cm_heap_free(&p->heap[1]);
 }
@@ -1669,13 +1768,14 @@ int cm_map_place_seeded(const struct cm_topo *topo,
 		T[i] = order ? order[i] : i;
 	p.ml_min = flags & CM_PLACE_LEAN ? LEAN_ML_MIN : MULTILEVEL_MIN;
 	p.large = (flags & CM_PLACE_LEAN) && n >= LEAN_LARGE_N;
+	p.try_coords = (flags & CM_PLACE_LEAN) && n >= LEAN_COORD_MIN_N;
 	cm_map_node_capacity(topo, cap, p.node_cap);
 	cm_map_spread_weight(topo, p.spread);
 	place_node(&p, 0, T, n);
 	free(T);
 	if ((flags & CM_PLACE_FM) &&
-	    improve_pairs(&p, flags & CM_PLACE_LEAN ? LEAN_PAIRS_EXACT_MAX
-						    : PAIRS_EXACT_MAX)) {
+	    improve_pairs(&p, flags & CM_PLACE_LEAN && !p.geometric
+			      ? LEAN_PAIRS_EXACT_MAX : PAIRS_EXACT_MAX)) {
 		place_free(&p);
 		errno = ENOMEM;
 		return -1;

@@ -8,6 +8,7 @@ UNIT_TESTS = \
 	tests/unit/test_matrix_gen.t \
 	tests/unit/test_cost.t \
 	tests/unit/test_map_greedy.t \
+	tests/unit/test_map_coords.t \
 	tests/unit/test_matching.t \
 	tests/unit/test_map_matching.t \
 	tests/unit/test_map_exact.t \
@@ -47,6 +48,9 @@ tests_unit_test_cost_t_LDADD = $(UNIT_LDADD)
 tests_unit_test_map_greedy_t_SOURCES = tests/unit/test_map_greedy.c
 tests_unit_test_map_greedy_t_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_map_greedy_t_LDADD = $(UNIT_LDADD)
+tests_unit_test_map_coords_t_SOURCES = tests/unit/test_map_coords.c
+tests_unit_test_map_coords_t_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_map_coords_t_LDADD = $(UNIT_LDADD)
 tests_unit_test_matching_t_SOURCES = tests/unit/test_matching.c
 tests_unit_test_matching_t_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_matching_t_LDADD = $(UNIT_LDADD)
