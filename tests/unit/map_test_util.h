@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 
+#include "commap/matrix_gen.h"
 #include "commap/topology.h"
 #include "tap.h"
 
@@ -27,6 +28,19 @@ static inline struct cm_topo *map_test_topo(const char *spec,
 		return NULL;
 	}
 	return t;
+}
+
+/* A generated pattern of n threads (seed 1), its threads shuffled with
+ * shuffle (0: none); NULL with a diagnostic on failure. */
+static inline struct cm_matrix *map_test_gen(const char *pattern, int n,
+					     uint64_t shuffle)
+{
+	struct cm_matrix *m = NULL;
+	struct cm_error err = { "" };
+
+	if (cm_matrix_generate(pattern, n, 1, shuffle, &m, &err))
+		diag("cannot generate %s: %s", pattern, err.text);
+	return m;
 }
 
 #endif

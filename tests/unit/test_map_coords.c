@@ -9,16 +9,7 @@
 #include "commap/matrix_gen.h"
 #include "map_coords.h"
 #include "tap.h"
-
-static struct cm_matrix *gen(const char *pattern, int n, uint64_t shuffle)
-{
-	struct cm_matrix *m = NULL;
-	struct cm_error err;
-
-	if (cm_matrix_generate(pattern, n, 1, shuffle, &m, &err))
-		diag("cannot generate %s: %s", pattern, err.text);
-	return m;
-}
+#include "map_test_util.h"
 
 static struct cm_row_ref *rows_of(const struct cm_matrix *m)
 {
@@ -63,8 +54,8 @@ out:
 /* Known answers: the straight planes of shuffled grids. */
 static void test_planes(void)
 {
-	struct cm_matrix *g2 = gen("stencil2d", 512, 3);	/* 16 x 32 */
-	struct cm_matrix *g3 = gen("stencil3d", 512, 4);	/* 8 x 8 x 8 */
+	struct cm_matrix *g2 = map_test_gen("stencil2d", 512, 3);	/* 16 x 32 */
+	struct cm_matrix *g3 = map_test_gen("stencil3d", 512, 4);	/* 8 x 8 x 8 */
 	int ok2 = 0, ok3 = 0, oka = 0;
 
 	is_int((long long)split_all(g2, 256, &ok2), 16,
@@ -124,7 +115,7 @@ static void test_auto_grids(void)
 		return;
 	}
 	for (size_t g = 0; g < sizeof(grids) / sizeof(grids[0]); g++) {
-		struct cm_matrix *m = gen(grids[g].pattern, 4096, 1);
+		struct cm_matrix *m = map_test_gen(grids[g].pattern, 4096, 1);
 		struct cm_map_options o = { .algorithm = CM_MAP_AUTO,
 					    .seed = 1 };
 		double cost = -1;

@@ -16,16 +16,6 @@
 #include "tap.h"
 #include "map_test_util.h"
 
-static struct cm_matrix *gen(const char *pattern, int n, uint64_t shuffle)
-{
-	struct cm_matrix *m = NULL;
-	struct cm_error err;
-
-	if (cm_matrix_generate(pattern, n, 1, shuffle, &m, &err))
-		diag("cannot generate %s: %s", pattern, err.text);
-	return m;
-}
-
 static int greedy(const struct cm_topo *t, const struct cm_matrix *m,
 		  int over, int *pu)
 {
@@ -59,7 +49,7 @@ static int edges_within(const struct cm_topo *t, const struct cm_matrix *m,
 static void test_pairs_on_siblings(void)
 {
 	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
-	struct cm_matrix *m = gen("pairs", 8, 5);
+	struct cm_matrix *m = map_test_gen("pairs", 8, 5);
 	int pu[8];
 
 	ok(greedy(t, m, 0, pu) == 0, "pairs: mapped");
@@ -73,7 +63,7 @@ static void test_pairs_on_siblings(void)
 static void test_clusters_under_l3(void)
 {
 	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
-	struct cm_matrix *m = gen("clusters:16", 128, 11);
+	struct cm_matrix *m = map_test_gen("clusters:16", 128, 11);
 	int pu[128];
 
 	ok(greedy(t, m, 0, pu) == 0, "clusters:16: mapped");
@@ -108,8 +98,8 @@ static void test_spread_zero_matrix(void)
 static void test_oversubscribe(void)
 {
 	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
-	struct cm_matrix *m = gen("clusters:4", 20, 3);
-	struct cm_matrix *m16 = gen("clusters:4", 16, 3);
+	struct cm_matrix *m = map_test_gen("clusters:4", 20, 3);
+	struct cm_matrix *m16 = map_test_gen("clusters:4", 16, 3);
 	int pu[20], load_[8] = { 0 };
 	struct cm_map_options o = { .algorithm = CM_MAP_GREEDY };
 	struct cm_error err = { "" };
@@ -168,7 +158,7 @@ static void test_edges(void)
 static void test_cpuset_holes(void)
 {
 	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
-	struct cm_matrix *m = gen("clusters:8", 40, 9);
+	struct cm_matrix *m = map_test_gen("clusters:8", 40, 9);
 	struct cm_error err;
 	int pu[40];
 
@@ -184,7 +174,7 @@ static void test_cpuset_holes(void)
 static void test_deterministic(void)
 {
 	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
-	struct cm_matrix *m = gen("random", 100, 4);
+	struct cm_matrix *m = map_test_gen("random", 100, 4);
 	int a[100], b[100];
 
 	ok(greedy(t, m, 0, a) == 0 && greedy(t, m, 0, b) == 0 &&
@@ -226,7 +216,7 @@ static void test_spread_quota(void)
 static void test_stencil_fm(void)
 {
 	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:2 core:8 pu:2", NULL);
-	struct cm_matrix *m = gen("stencil2d", 128, 0);
+	struct cm_matrix *m = map_test_gen("stencil2d", 128, 0);
 	int cap[128], pu[128], natural[128];
 
 	cm_map_capacity(t, 128, 0, cap, NULL);
@@ -365,8 +355,8 @@ static void test_heap_build(void)
  * one thread; the scratch array comes back all -1. */
 static void test_multilevel(void)
 {
-	struct cm_matrix *grid = gen("stencil2d", 256, 13);
-	struct cm_matrix *ring = gen("ring", 300, 14);
+	struct cm_matrix *grid = map_test_gen("stencil2d", 256, 13);
+	struct cm_matrix *ring = map_test_gen("ring", 300, 14);
 	int T[300], loc[300], clean = 1, na = 0;
 	signed char side[300];
 
@@ -400,7 +390,7 @@ static void test_multilevel(void)
 static void test_multilevel_gains(void)
 {
 	static const struct cm_bisect_effort lean = { 1, 20, 0, 3 };
-	struct cm_matrix *m = gen("random", 600, 21);
+	struct cm_matrix *m = map_test_gen("random", 600, 21);
 	int T[400], loc[600], bad = 0;
 	double gain[600], tot[600];
 	signed char side[400], pos[600];
@@ -476,9 +466,9 @@ static void test_pairs_exact(void)
 static void test_lean_place(void)
 {
 	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:4 core:8 pu:2", NULL);
-	struct cm_matrix *clus = gen("clusters:8", 256, 3);
-	struct cm_matrix *grid = gen("stencil2d", 256, 4);
-	struct cm_matrix *plain = gen("stencil2d", 256, 0);
+	struct cm_matrix *clus = map_test_gen("clusters:8", 256, 3);
+	struct cm_matrix *grid = map_test_gen("stencil2d", 256, 4);
+	struct cm_matrix *plain = map_test_gen("stencil2d", 256, 0);
 	unsigned lean = CM_PLACE_FM | CM_PLACE_LEAN;
 	int cap[256], pu[256], again[256], natural[256], rv;
 	double cost, nat;
@@ -511,8 +501,8 @@ static void test_lean_place(void)
 static void test_refine_effort(void)
 {
 	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:2 core:4 pu:2", NULL);
-	struct cm_matrix *m = gen("random", 64, 0);
-	struct cm_matrix *big = gen("ring", 100, 6);
+	struct cm_matrix *m = map_test_gen("random", 64, 0);
+	struct cm_matrix *big = map_test_gen("ring", 100, 6);
 	struct cm_map_options o = { .algorithm = CM_MAP_RANDOM, .seed = 3 };
 	struct cm_refine_effort tiny = { 1, 1, 1, 0 }, odd = { 9, -4, 0, 0 };
 	struct cm_refine_effort stingy = { 3, 16, 16, 1.0 };

@@ -13,16 +13,6 @@
 #include "tap.h"
 #include "map_test_util.h"
 
-static struct cm_matrix *gen(const char *pattern, int n, uint64_t shuffle)
-{
-	struct cm_matrix *m = NULL;
-	struct cm_error err = { "" };
-
-	if (cm_matrix_generate(pattern, n, 1, shuffle, &m, &err))
-		diag("cannot generate %s: %s", pattern, err.text);
-	return m;
-}
-
 static int run(const struct cm_topo *t, const struct cm_matrix *m, int over,
 	       uint64_t seed, int *pu)
 {
@@ -74,7 +64,7 @@ static int edges_within(const struct cm_topo *t, const struct cm_matrix *m,
 static void test_pairs_on_siblings(void)
 {
 	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
-	struct cm_matrix *m = gen("pairs", 8, 3);
+	struct cm_matrix *m = map_test_gen("pairs", 8, 3);
 	int pu[8];
 
 	ok(t && m && run(t, m, 0, 1, pu) == 0, "8 pairs threads: mapped");
@@ -89,7 +79,7 @@ static void test_clusters_under_l3(void)
 {
 	const char *spec = "pack:2 numa:2 l3:2 core:8 pu:2";
 	struct cm_topo *t = map_test_topo(spec, NULL);
-	struct cm_matrix *m = gen("clusters:16", 128, 11);
+	struct cm_matrix *m = map_test_gen("clusters:16", 128, 11);
 	int pu[128];
 
 	ok(t && m && run(t, m, 0, 1, pu) == 0, "clusters:16 x 8: mapped");
@@ -106,7 +96,7 @@ static void test_clusters_under_l3(void)
 static void test_stencil(void)
 {
 	struct cm_topo *t = map_test_topo("pack:2 core:8 pu:2", NULL);
-	struct cm_matrix *m = gen("stencil2d", 32, 5);
+	struct cm_matrix *m = map_test_gen("stencil2d", 32, 5);
 	int pu[32], sibling_ok = 1, cross = 0;
 
 	ok(t && m && run(t, m, 0, 1, pu) == 0, "stencil 4x8: mapped");
@@ -135,7 +125,7 @@ static void test_stencil(void)
 static void test_non_power_of_two(void)
 {
 	struct cm_topo *t = map_test_topo("pack:2 core:6 pu:1", NULL);
-	struct cm_matrix *m = gen("clusters:6", 12, 21);
+	struct cm_matrix *m = map_test_gen("clusters:6", 12, 21);
 	int pu[12];
 
 	ok(t && m && run(t, m, 0, 1, pu) == 0, "6 cores per package: mapped");
@@ -149,7 +139,7 @@ static void test_non_power_of_two(void)
 static void test_spread(void)
 {
 	struct cm_topo *t = map_test_topo("pack:2 core:4 pu:2", NULL);
-	struct cm_matrix *m = gen("pairs", 8, 0);
+	struct cm_matrix *m = map_test_gen("pairs", 8, 0);
 	int pu[8], doubled = 0;
 
 	ok(t && m && run(t, m, 0, 1, pu) == 0, "8 threads on 16 PUs: mapped");
@@ -168,7 +158,7 @@ static void test_spread(void)
 static void test_oversubscription(void)
 {
 	struct cm_topo *t = map_test_topo("core:2 pu:2", NULL);
-	struct cm_matrix *m = gen("pairs", 16, 9);
+	struct cm_matrix *m = map_test_gen("pairs", 16, 9);
 	int pu[16], load_[4] = { 0 }, bal = 1;
 	struct cm_map_options o = { .algorithm = CM_MAP_MATCHING };
 	struct cm_error err = { "" };
@@ -218,7 +208,7 @@ static void test_random_validity(void)
 
 			if (n < 5 && strcmp(pat, "clusters:5") == 0)
 				pat = "ring";
-			m = gen(pat, n, (uint64_t)r + 1);
+			m = map_test_gen(pat, n, (uint64_t)r + 1);
 			int *pu = malloc(sizeof(int) * (size_t)n);
 
 			runs++;
@@ -243,7 +233,7 @@ static void test_random_validity(void)
 static void test_determinism(void)
 {
 	struct cm_topo *t = map_test_topo("pack:2 l3:2 core:4 pu:2", "0-13,15-31");
-	struct cm_matrix *m = gen("random", 27, 4);
+	struct cm_matrix *m = map_test_gen("random", 27, 4);
 	int a[27], b[27], c[27];
 
 	ok(run(t, m, 0, 1, a) == 0 && run(t, m, 0, 1, b) == 0 &&
@@ -301,8 +291,8 @@ static void test_edges(void)
 static void test_quality(void)
 {
 	struct cm_topo *t = map_test_topo("pack:2 numa:2 l3:4 core:8 pu:2", NULL);
-	struct cm_matrix *m = gen("clusters:8", 256, 77);
-	struct cm_matrix *plain = gen("clusters:8", 256, 0);
+	struct cm_matrix *m = map_test_gen("clusters:8", 256, 77);
+	struct cm_matrix *plain = map_test_gen("clusters:8", 256, 0);
 	int *pu = malloc(sizeof(int) * 256), *compact = malloc(sizeof(int) *
 							       256);
 
@@ -340,7 +330,7 @@ static void add_dense_background(struct cm_matrix *m)
 static void test_candidate_graph(void)
 {
 	struct cm_topo *t = map_test_topo("pack:8 numa:2 l3:2 core:8 pu:2", NULL);
-	struct cm_matrix *m = gen("clusters:16", 512, 5);
+	struct cm_matrix *m = map_test_gen("clusters:16", 512, 5);
 	int *pu = malloc(sizeof(int) * 512);
 
 	add_dense_background(m);
@@ -364,7 +354,7 @@ static void test_large_greedy_round(void)
 {
 	enum { N = 8192 };
 	struct cm_topo *t = map_test_topo("pack:2 core:2 pu:2", NULL);
-	struct cm_matrix *m = gen("ring", N, 8);
+	struct cm_matrix *m = map_test_gen("ring", N, 8);
 	int *pu = malloc(sizeof(int) * N), apart = 0;
 
 	ok(run(t, m, 1, 1, pu) == 0 && valid(t, N, pu, 1),
