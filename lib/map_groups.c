@@ -18,6 +18,7 @@
  * times less work ("auto" at large n).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +79,14 @@
  * only for the largest splits.  In between (meshes) the lean default. */
 #ifndef LEAN_LOOSE_CUT
 #define LEAN_LOOSE_CUT 0.005
+#endif
+/* ... up to this many threads; above, LEAN_LOOSE_CUT x sqrt(this / n):
+ * a 2D mesh's first cut falls as n^(-1/2) (0.8% of its weight at 2048
+ * and 4096 threads, 0.43% at 8192, where the fixed threshold took the
+ * 64 x 128 grid for loose pieces and cost 1.086 x Scotch), a ring's as
+ * 1/n (0.05% at 4096, 0.024% at 8192), clusters' stay near 0.001%. */
+#ifndef LEAN_LOOSE_REF_N
+#define LEAN_LOOSE_REF_N 4096
 #endif
 #ifndef LEAN_EXPANDER_CUT
 #define LEAN_EXPANDER_CUT 0.10
@@ -519,6 +528,15 @@ struct place {
 static int large_effort(const struct place *p)
 {
 	return p->large && (!p->effort_set || p->mesh);
+}
+
+/* The share of the weight under which a first cut means loosely linked
+ * pieces (LEAN_LOOSE_CUT, LEAN_LOOSE_REF_N). */
+static double loose_cut(const struct place *p)
+{
+	return p->n > LEAN_LOOSE_REF_N
+	       ? LEAN_LOOSE_CUT * sqrt((double)LEAN_LOOSE_REF_N / p->n)
+	       : LEAN_LOOSE_CUT;
 }
 
 /* The first split found a loosely linked graph (LEAN_LOOSE_CUT). */
@@ -965,7 +983,7 @@ static void adapt_effort(struct place *p, const int *T, int t)
 	if (!(total > 0))
 		return;
 	share = cut / total;
-	if (share < LEAN_LOOSE_CUT)
+	if (share < loose_cut(p))
 		p->ml_min = p->n + 1;
 	else if (share > LEAN_EXPANDER_CUT &&
 		 p->ml_min < LEAN_EXPANDER_ML_MIN)
@@ -1057,7 +1075,7 @@ static void try_straight(struct place *p, int *T, struct sizes *z)
 	for (int i = 0; i < z->t; i++)
 		total += p->tot[T[i]];
 	total /= 2;
-	if (!(ml >= LEAN_LOOSE_CUT * total && ml <= LEAN_EXPANDER_CUT * total))
+	if (!(ml >= loose_cut(p) * total && ml <= LEAN_EXPANDER_CUT * total))
 		return;
 	/* without them (out of memory) the splits stay multilevel */
 	if (cm_coords_init(&p->coords, p->ref, p->n, LEAN_COORD_PIVOTS,

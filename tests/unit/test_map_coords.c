@@ -131,10 +131,36 @@ static void test_auto_grids(void)
 	free(pu);
 }
 
+/* The 64 x 128 grid of 8192 threads: its first cut is 0.43% of the
+ * weight, under the 0.5% that means loosely linked pieces at 4096
+ * threads; the threshold falls with n (map_groups.c, LEAN_LOOSE_REF_N),
+ * so it is placed as a mesh: no more than Scotch's 45206 (taken for
+ * loose pieces it cost 49076). */
+static void test_auto_large_grid(void)
+{
+	struct cm_topo *t = NULL;
+	struct cm_matrix *m = map_test_gen("stencil2d", 8192, 1);
+	struct cm_map_options o = { .algorithm = CM_MAP_AUTO, .seed = 1 };
+	struct cm_error err;
+	int *pu = malloc(sizeof(int) * 8192);
+	double cost = -1;
+
+	if (pu && m && cm_topo_load_synthetic(&t, "pack:8 numa:8 l3:4 "
+					      "core:16 pu:2", &err) == 0 &&
+	    cm_map(t, m, &o, pu, &err) == 0)
+		cost = cm_cost(t, m, pu);
+	ok(cost > 0 && cost <= 45206, "auto, shuffled 64 x 128 grid of 8192 "
+	   "threads: cost %g <= 45206", cost);
+	cm_topo_free(t);
+	cm_matrix_free(m);
+	free(pu);
+}
+
 int main(void)
 {
 	test_planes();
 	test_disconnected();
 	test_auto_grids();
+	test_auto_large_grid();
 	return done_testing();
 }
