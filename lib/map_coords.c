@@ -251,11 +251,12 @@ double cm_coords_split(struct cm_coords *c, const struct cm_row_ref *ref,
 	}
 	if (prune) {
 		double limit = 2 * c->pair_cut[best];
+		int was = best;
 
 		for (int p = 0; p < c->npairs; p++) {
-			if (c->pair_cut[p] > limit && p != best)
+			if (c->pair_cut[p] > limit && p != was)
 				continue;
-			if (p == best)
+			if (p == was)
 				best = kept;
 			c->pair_i[kept] = c->pair_i[p];
 			c->pair_j[kept++] = c->pair_j[p];
