@@ -156,6 +156,23 @@ static int threshold(const int *key, int t, int lo, int hi, int want,
 	return v;
 }
 
+/* key[x] = dist[i] - dist[j] of T[x]; returns the level of the ta-th
+ * smallest, *below the number of threads under it. */
+static int pair_level(const struct cm_coords *c, const int *T, int t,
+		      int ta, int i, int j, int *key, int *below)
+{
+	const int *di = c->dist + (size_t)i * (size_t)c->n;
+	const int *dj = c->dist + (size_t)j * (size_t)c->n;
+	int lo = c->maxd, hi = -c->maxd;
+
+	for (int x = 0; x < t; x++) {
+		key[x] = di[T[x]] - dj[T[x]];
+		lo = key[x] < lo ? key[x] : lo;
+		hi = key[x] > hi ? key[x] : hi;
+	}
+	return threshold(key, t, lo, hi, ta, c->hist, below);
+}
+
 /* Sides of T for the pivot pair (i, j): the ta threads with the smallest
  * dist[i] - dist[j], on the threshold level those nearest pivot i, then
  * first in T.  key is scratch of t entries.  Returns the level. */
@@ -164,11 +181,9 @@ static int split_pair(const struct cm_coords *c, const int *T, int t,
 {
 	const int *di = c->dist + (size_t)i * (size_t)c->n;
 	const int *dj = c->dist + (size_t)j * (size_t)c->n;
-	int below, level, near, left;
+	int below, near, left;
+	int level = pair_level(c, T, t, ta, i, j, key, &below);
 
-	for (int x = 0; x < t; x++)
-		key[x] = di[T[x]] - dj[T[x]];
-	level = threshold(key, t, -c->maxd, c->maxd, ta, c->hist, &below);
 	/* on the level: by distance from pivot i (others get maxd + 1) */
 	for (int x = 0; x < t; x++)
 		key[x] = key[x] == level ? di[T[x]] : c->maxd + 1;
@@ -217,17 +232,9 @@ static double pair_cut(const struct cm_coords *c,
 		       const struct cm_row_ref *ref, const int *T, int t,
 		       int ta, int i, int j, signed char *side, int *key)
 {
-	const int *di = c->dist + (size_t)i * (size_t)c->n;
-	const int *dj = c->dist + (size_t)j * (size_t)c->n;
-	int lo = c->maxd, hi = -c->maxd, below, level, left;
+	int below, level = pair_level(c, T, t, ta, i, j, key, &below);
+	int left = ta - below;
 
-	for (int x = 0; x < t; x++) {
-		key[x] = di[T[x]] - dj[T[x]];
-		lo = key[x] < lo ? key[x] : lo;
-		hi = key[x] > hi ? key[x] : hi;
-	}
-	level = threshold(key, t, lo, hi, ta, c->hist, &below);
-	left = ta - below;
 	for (int x = 0; x < t; x++) {	/* no branch: a coin toss */
 		int on = key[x] == level, take = on & (left > 0);
 

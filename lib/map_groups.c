@@ -539,6 +539,13 @@ static double loose_cut(const struct place *p)
 	       : LEAN_LOOSE_CUT;
 }
 
+/* A first cut of this share of the weight: neither loosely linked pieces
+ * nor an expander (adapt_effort()). */
+static int meshlike(const struct place *p, double share)
+{
+	return share >= loose_cut(p) && share <= LEAN_EXPANDER_CUT;
+}
+
 /* The first split found a loosely linked graph (LEAN_LOOSE_CUT). */
 static int loose(const struct place *p)
 {
@@ -983,15 +990,14 @@ static void adapt_effort(struct place *p, const int *T, int t)
 	if (!(total > 0))
 		return;
 	share = cut / total;
-	if (share < loose_cut(p))
+	if (share < loose_cut(p)) {
 		p->ml_min = p->n + 1;
-	else if (share > LEAN_EXPANDER_CUT &&
-		 p->ml_min < LEAN_EXPANDER_ML_MIN)
-		p->ml_min = LEAN_EXPANDER_ML_MIN;
-	else if (share <= LEAN_EXPANDER_CUT) {
+	} else if (meshlike(p, share)) {
 		p->mesh = 1;
 		if (p->large && p->ml_min > LEAN_LARGE_ML_MIN)
 			p->ml_min = LEAN_LARGE_ML_MIN;
+	} else if (p->ml_min < LEAN_EXPANDER_ML_MIN) {	/* an expander */
+		p->ml_min = LEAN_EXPANDER_ML_MIN;
 	}
 }
 
@@ -1032,14 +1038,19 @@ static void fm_passes(struct place *p, const int *T, struct sizes *z)
 	}
 }
 
-/* A straight split (map_coords.c) improved by FM passes. */
-static void coord_split(struct place *p, int *T, struct sizes *z)
+/* A straight split (map_coords.c; prune: cm_coords_split()) improved by
+ * FM passes, unless before them it cuts more than limit: -1 then (the
+ * sides set, the gains not). */
+static int coord_split(struct place *p, int *T, struct sizes *z, int prune,
+		       double limit)
 {
-	cm_coords_split(&p->coords, p->ref, T, z->t, z->ta, 0, p->side,
-			p->moves);
+	if (cm_coords_split(&p->coords, p->ref, T, z->t, z->ta, prune,
+			    p->side, p->moves) > limit)
+		return -1;
 	compute_gains(p, T, z->t);
 	z->na = z->ta;
 	fm_passes(p, T, z);
+	return 0;
 }
 
 /* Weight cut by the split of T: a thread's weight to the other side is
@@ -1074,24 +1085,15 @@ static void try_straight(struct place *p, int *T, struct sizes *z)
 
 	for (int i = 0; i < z->t; i++)
 		total += p->tot[T[i]];
-	total /= 2;
-	if (!(ml >= loose_cut(p) * total && ml <= LEAN_EXPANDER_CUT * total))
-		return;
 	/* without them (out of memory) the splits stay multilevel */
-	if (cm_coords_init(&p->coords, p->ref, p->n, LEAN_COORD_PIVOTS,
+	if (!meshlike(p, ml / (total / 2)) ||
+	    cm_coords_init(&p->coords, p->ref, p->n, LEAN_COORD_PIVOTS,
 			   p->seed) < 0)
 		return;
 	for (int i = 0; i < z->t; i++)
 		p->ml_side[i] = p->side[T[i]];
-	if (cm_coords_split(&p->coords, p->ref, T, z->t, z->ta, 1, p->side,
-			    p->moves) > ml + p->eps) {
-		restore_split(p, T, z);
-		return;
-	}
-	compute_gains(p, T, z->t);
-	z->na = z->ta;
-	fm_passes(p, T, z);
-	if (split_cut(p, T, z->t) <= ml + p->eps)
+	if (coord_split(p, T, z, 1, ml + p->eps) == 0 &&
+	    split_cut(p, T, z->t) <= ml + p->eps)
 		p->geometric = 1;
 	else
 		restore_split(p, T, z);
@@ -1105,7 +1107,7 @@ static int bisect(struct place *p, int *T, struct sizes *z)
 		       (p->geometric || (!p->effort_set && z->t == p->n));
 
 	if (straight && p->geometric) {
-		coord_split(p, T, z);
+		coord_split(p, T, z, 0, INFINITY);
 	} else {
 		initial_split(p, T, z);
 		fm_passes(p, T, z);
