@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "cma_attrib.h"
+#include "cma_trace.h"
 #include "fault_sample.h"
 #include "numa_balancing.h"
 #include "sample_rate.h"
@@ -64,6 +66,8 @@ struct cm_collector {
 	struct cm_perf_config pcfg;
 	struct cm_perf_sampler *s;	/* NULL with backend FAULT */
 	struct cm_fault_sampler *fs;	/* NULL without faults */
+	struct cm_cma_tracer *cma;	/* NULL without CMA tracing */
+	struct cm_cma_attrib *cma_at;
 	bool numa_held;
 	int filter_nthreads, filter_nalive;	/* tids in the filter */
 	struct cm_decoder *dec;
@@ -132,6 +136,7 @@ void cm_collect_opts_default(struct cm_collect_opts *o)
 	o->code_before = 64;
 	o->numa_manage = 1;
 	o->fault_ring_pages = CM_FAULT_DEFAULT_RING_PAGES;
+	o->cma = 1;
 }
 
 static void set_problem(struct cm_collector *c, const char *fmt, ...)
@@ -265,6 +270,23 @@ static int fault_start(struct cm_collector *c, struct cm_error *err)
 		return 0;
 	}
 	numa_take(c);
+	return 0;
+}
+
+/* CMA tracing (opts.cma): never fatal, a problem line when it cannot
+ * open (not root, no syscall tracepoints). */
+static int cma_start(struct cm_collector *c, struct cm_error *err)
+{
+	struct cm_error e;
+
+	if (!c->o.cma)
+		return 0;
+	c->cma_at = cm_cma_attrib_new(c->tr, c->o.cma_bytes_per_unit);
+	if (!c->cma_at)
+		return cm_errorf(err, ENOMEM, "collect: out of memory");
+	c->cma = cm_cma_tracer_new(NULL, &e);
+	if (!c->cma)
+		set_problem(c, "message passing (CMA) not seen: %s", e.text);
 	return 0;
 }
 
@@ -598,7 +620,7 @@ struct cm_collector *cm_collect_new(const struct cm_collect_opts *o,
 	dc.window_ns = c->backend == CM_COLLECT_FAULT ? o->fault_window_ns
 		       : o->window_ns;
 	c->table = cm_detect_table_new(&dc, err);
-	if (!c->table || fault_start(c, err))
+	if (!c->table || fault_start(c, err) || cma_start(c, err))
 		goto fail;
 	c->t0_ns = clock_ns(CLOCK_MONOTONIC);
 	c->st.overhead = -1;
@@ -632,6 +654,8 @@ void cm_collect_free(struct cm_collector *c)
 	free(c->threads);
 	cm_perf_sampler_free(c->s);
 	cm_fault_sampler_free(c->fs);
+	cm_cma_tracer_free(c->cma);
+	cm_cma_attrib_free(c->cma_at);
 	if (c->numa_held) {
 		struct cm_numa_balancing_paths p = { c->o.numa_sysctl,
 						     c->o.numa_state };
@@ -1105,6 +1129,15 @@ static void on_fault(const struct cm_fault *f, void *arg)
 		account_ref(d, i, p, (pid_t)f->pid, f->addr, f->time);
 }
 
+/* One CMA call that copied bytes. */
+static void on_cma(const struct cm_cma_transfer *x, void *arg)
+{
+	struct drain_ctx *d = arg;
+
+	if (!d->nomem && cm_cma_attrib_add(d->c->cma_at, x, d->m) < 0)
+		d->nomem = 1;
+}
+
 static void on_sample(const struct cm_perf_sample *smp, void *arg)
 {
 	struct drain_ctx *d = arg;
@@ -1143,6 +1176,8 @@ long cm_collect_drain(struct cm_collector *c, struct cm_matrix *m,
 	n = c->s ? cm_perf_sampler_read(c->s, on_sample, &d) : 0;
 	if (c->fs)
 		n += cm_fault_sampler_read(c->fs, on_fault, &d);
+	if (c->cma)
+		n += cm_cma_tracer_read(c->cma, on_cma, &d);
 	c->drain_cpu_ns += clock_ns(CLOCK_THREAD_CPUTIME_ID) - t;
 	if (d.nomem)
 		return cm_errorf(err, ENOMEM, "collect: the matrix cannot "
@@ -1306,6 +1341,8 @@ int cm_collect_pollfds(const struct cm_collector *c, struct pollfd *pfd,
 		n = cm_perf_sampler_pollfds(c->s, pfd, max);
 	if (c && c->fs)
 		n += cm_fault_sampler_pollfds(c->fs, pfd + n, max - n);
+	if (c && c->cma)
+		n += cm_cma_tracer_pollfds(c->cma, pfd + n, max - n);
 	return n;
 }
 
@@ -1353,6 +1390,9 @@ void cm_collect_stats(const struct cm_collector *c,
 	st->events_open = c->s ? cm_perf_sampler_nevents(c->s) : 0;
 	st->fault_on = c->fs != NULL;
 	st->numa_held = c->numa_held;
+	st->cma_on = c->cma != NULL;
+	cm_cma_tracer_stats(c->cma, &st->cma);
+	cm_cma_attrib_stats(c->cma_at, &st->cma_attrib);
 	if (c->fs) {
 		struct cm_fault_stats fs;
 

@@ -52,6 +52,13 @@
  * (numa_manage, reference-counted with the other agents of the node:
  * numa_balancing.h) and restored by cm_collect_free.
  *
+ * Message passing (opts.cma, on by default): every process_vm_readv/
+ * writev call (Cross Memory Attach, how MPI libraries copy large messages
+ * between the ranks of a node) is read from the syscall tracepoints
+ * (cma_trace.h) and its bytes added between the calling thread and the
+ * peer process's MPI thread (cma_attrib.h).  Without root the tracer
+ * cannot open: a problem (cm_collect_last_problem), the rest runs.
+ *
  * Not thread-safe: one collector per agent thread.  Functions return -1
  * with errno and a message in the optional struct cm_error.  Details and
  * measurements: docs/detection.md, "Pipeline".
@@ -64,6 +71,8 @@
 
 #include "commap/error.h"
 #include "commap/matrix.h"
+#include "cma_attrib.h"
+#include "cma_trace.h"
 #include "decode.h"
 #include "detect_table.h"
 #include "perf_sample.h"
@@ -111,6 +120,10 @@ struct cm_collect_opts {
 				 * agents on the node need not measure;
 				 * NULL: none */
 	unsigned fault_ring_pages;	/* per CPU, 16 */
+	/* message passing: CMA calls (cma_trace.h, cma_attrib.h) */
+	int cma;		/* 1 (default): trace process_vm_readv/writev;
+				 * not permitted is a problem, not an error */
+	double cma_bytes_per_unit;	/* 0: CM_CMA_BYTES_PER_UNIT */
 	uint64_t fault_window_ns;	/* backend FAULT: the table's window,
 					 * 0 (default) unbounded: a scan pass
 					 * gives a page one fault, passes are
@@ -185,6 +198,10 @@ struct cm_collect_stats {
 	uint64_t fault_first_touch;	/* page not present: counted only */
 	uint64_t fault_filters;	/* kernel tid filters installed */
 	uint64_t fault_filter_fail;	/* ... refused: no filter */
+	/* CMA calls (opts.cma) */
+	int cma_on;		/* the tracer is open */
+	struct cm_cma_stats cma;	/* records, lost, pairing */
+	struct cm_cma_attrib_stats cma_attrib;	/* into the matrix */
 	/* adaptive period: the initial one then each change, oldest first
 	 * (only the last CM_COLLECT_PERIODS_MAX) */
 	uint64_t period_changes;

@@ -7,6 +7,8 @@ nodeagent_libagent_la_SOURCES = \
 	nodeagent/detect_table.h nodeagent/detect_table.c \
 	nodeagent/collect.h nodeagent/collect.c \
 	nodeagent/fault_sample.h nodeagent/fault_sample.c \
+	nodeagent/cma_trace.h nodeagent/cma_trace.c \
+	nodeagent/cma_attrib.h nodeagent/cma_attrib.c \
 	nodeagent/sample_rate.h nodeagent/sample_rate.c
 nodeagent_libagent_la_CFLAGS = $(AM_CFLAGS) $(CAPSTONE_CFLAGS) $(HWLOC_CFLAGS) $(JANSSON_CFLAGS)
 nodeagent_libagent_la_LIBADD = lib/libcommap.la nodeagent/libnumab.la \
@@ -18,6 +20,7 @@ AGENT_TESTS = \
 	tests/unit/test_detect_table.t \
 	tests/unit/test_collect.t \
 	tests/unit/test_fault_sample.t \
+	tests/unit/test_cma_trace.t \
 	tests/unit/test_sample_rate.t
 check_PROGRAMS += $(AGENT_TESTS)
 TESTS += $(AGENT_TESTS)
@@ -38,6 +41,9 @@ tests_unit_test_collect_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.la $(
 tests_unit_test_fault_sample_t_SOURCES = tests/unit/test_fault_sample.c
 tests_unit_test_fault_sample_t_CFLAGS = $(AGENT_TEST_CFLAGS)
 tests_unit_test_fault_sample_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.la $(AGENT_TEST_LDADD)
+tests_unit_test_cma_trace_t_SOURCES = tests/unit/test_cma_trace.c
+tests_unit_test_cma_trace_t_CFLAGS = $(AGENT_TEST_CFLAGS)
+tests_unit_test_cma_trace_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.la $(AGENT_TEST_LDADD)
 tests_unit_test_sample_rate_t_SOURCES = tests/unit/test_sample_rate.c
 tests_unit_test_sample_rate_t_CFLAGS = $(AGENT_TEST_CFLAGS)
 tests_unit_test_sample_rate_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.la $(AGENT_TEST_LDADD)
@@ -49,6 +55,7 @@ noinst_LTLIBRARIES += nodeagent/libagentcore.la
 nodeagent_libagentcore_la_SOURCES = \
 	nodeagent/agent_opts.h nodeagent/agent_opts.c \
 	nodeagent/remap_policy.h nodeagent/remap_policy.c \
+	nodeagent/placement.h nodeagent/placement.c \
 	nodeagent/agent_result.h nodeagent/agent_result.c \
 	nodeagent/agent.h nodeagent/agent_static.c \
 	nodeagent/app_identity.h nodeagent/app_identity.c

@@ -1,0 +1,737 @@
+/* cma_trace.c: Cross Memory Attach calls through the syscall tracepoints
+ * (see cma_trace.h).
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cma_trace.h"
+#include "perf_sample.h"
+
+#define DEFAULT_TRACEFS "/sys/kernel/tracing"
+#define DEBUGFS_TRACEFS "/sys/kernel/debug/tracing"
+/* Largest offset or size believed: a trace entry lives in one page. */
+#define FORMAT_NUM_MAX 65535u
+/* Slots looked at for one thread (linear probing, no chains). */
+#define PAIR_PROBE 8u
+
+static const char *const tp_name[CM_CMA_NKINDS] = {
+	"sys_enter_process_vm_readv", "sys_enter_process_vm_writev",
+	"sys_exit_process_vm_readv", "sys_exit_process_vm_writev",
+};
+
+/* ---- pure parsing ------------------------------------------------------ */
+
+void cm_cma_format_default(struct cm_cma_format *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->type_off = 0;
+	f->pid_off = 16;
+	f->ret_off = 16;
+	f->min_enter = 24;
+	f->min_exit = 24;
+}
+
+/* "N" up to ';' or a blank, N a decimal number <= FORMAT_NUM_MAX. */
+static bool format_num(const char *p, unsigned *v)
+{
+	unsigned long n = 0;
+
+	if (!isdigit((unsigned char)*p))
+		return false;
+	for (; isdigit((unsigned char)*p); p++) {
+		n = n * 10 + (unsigned long)(*p - '0');
+		if (n > FORMAT_NUM_MAX)
+			return false;
+	}
+	if (*p != ';' && *p != '\0' && !isspace((unsigned char)*p))
+		return false;
+	*v = (unsigned)n;
+	return true;
+}
+
+/* Does line [line, end) declare field `name` ("field:TYPE NAME;")? */
+static bool line_names(const char *line, const char *end, const char *name)
+{
+	const char *f = strstr(line, "field:"), *semi, *w;
+	size_t n = strlen(name);
+
+	if (!f || f >= end)
+		return false;
+	semi = memchr(f, ';', (size_t)(end - f));
+	if (!semi)
+		return false;
+	for (w = semi; w > f && w[-1] != ' ' && w[-1] != ':' &&
+	     w[-1] != '*'; w--)
+		;
+	return (size_t)(semi - w) == n && memcmp(w, name, n) == 0;
+}
+
+/* "KEY:N;" of line [semi, end): false when absent or not a number. */
+static bool line_num(const char *p, const char *end, const char *key,
+		     unsigned *v)
+{
+	const char *k = strstr(p, key);
+
+	return k && k < end && format_num(k + strlen(key), v);
+}
+
+int cm_cma_format_field(const char *text, const char *name, unsigned size,
+			unsigned *off, struct cm_error *err)
+{
+	const char *line = text;
+
+	if (!text || !name || !off)
+		return cm_errorf(err, EINVAL, "cma format: NULL argument");
+	while (line && *line) {
+		const char *end = strchr(line, '\n');
+		unsigned o, s;
+
+		if (!end)
+			end = line + strlen(line);
+		if (line_names(line, end, name)) {
+			if (!line_num(line, end, "offset:", &o) ||
+			    !line_num(line, end, "size:", &s))
+				return cm_errorf(err, EBADMSG, "cma format: "
+					"field %s: offset or size is not a "
+					"number up to %u", name,
+					FORMAT_NUM_MAX);
+			if (s != size)
+				return cm_errorf(err, EBADMSG, "cma format: "
+					"field %s has size %u, want %u", name,
+					s, size);
+			*off = o;
+			return 0;
+		}
+		line = *end ? end + 1 : NULL;
+	}
+	return cm_errorf(err, EBADMSG, "cma format: no field %s", name);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* Which of the four tracepoints has this id; -1 none. */
+static int kind_of(const struct cm_cma_format *f, uint64_t id)
+{
+	for (int k = 0; k < CM_CMA_NKINDS; k++)
+		if (f->id[k] == id)
+			return k;
+	return -1;
+}
+
+int cm_cma_parse_sample(const struct cm_cma_format *f, const void *rec,
+			size_t len, struct cm_cma_event *ev,
+			struct cm_error *err)
+{
+	const uint8_t *p = rec, *raw;
+	struct perf_event_header h;
+	uint32_t rawsize;
+	int kind;
+
+	if (!f || !rec || !ev)
+		return cm_errorf(err, EINVAL, "cma record: NULL argument");
+	if (len < sizeof(h))
+		return cm_errorf(err, EBADMSG, "cma record: %zu bytes, "
+				 "shorter than a header", len);
+	memcpy(&h, p, sizeof(h));
+	if (h.type != PERF_RECORD_SAMPLE)
+		return cm_errorf(err, EINVAL, "cma record: type %u is not a "
+				 "sample", h.type);
+	if (h.size > len || h.size < sizeof(h) + 20)
+		return cm_errorf(err, EBADMSG, "cma record: size %u (have "
+				 "%zu, need >= %zu)", h.size, len,
+				 sizeof(h) + 20);
+	/* TID: pid, tid; TIME; RAW: u32 size then the trace entry. */
+	rawsize = get32(p + 24);
+	raw = p + 28;
+	if (rawsize > (size_t)h.size - 28)
+		return cm_errorf(err, EBADMSG, "cma record: raw size %u runs "
+				 "past the record (%u bytes)", rawsize, h.size);
+	if (rawsize < f->type_off + 2u)
+		return cm_errorf(err, EBADMSG, "cma record: raw size %u has "
+				 "no common_type", rawsize);
+	kind = kind_of(f, get16(raw + f->type_off));
+	if (kind < 0)
+		return 1;
+	if (rawsize < (kind < CM_CMA_EXIT_READ ? f->min_enter : f->min_exit))
+		return cm_errorf(err, EBADMSG, "cma record: raw size %u too "
+				 "short for %s", rawsize, tp_name[kind]);
+	ev->pid = get32(p + 8);
+	ev->tid = get32(p + 12);
+	ev->time = get64(p + 16);
+	ev->kind = (enum cm_cma_kind)kind;
+	ev->value = (int64_t)get64(raw + (kind < CM_CMA_EXIT_READ ?
+					  f->pid_off : f->ret_off));
+	return 0;
+}
+
+static int cmp_time(const void *a, const void *b)
+{
+	const struct cm_cma_event *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	/* Same nanosecond: the enter first. */
+	return (x->kind >= CM_CMA_EXIT_READ) - (y->kind >= CM_CMA_EXIT_READ);
+}
+
+void cm_cma_sort(struct cm_cma_event *ev, size_t n)
+{
+	if (ev && n > 1)
+		qsort(ev, n, sizeof(*ev), cmp_time);
+}
+
+/* ---- pairing ----------------------------------------------------------- */
+
+struct pair_slot {
+	uint32_t tid;		/* 0: empty */
+	uint32_t pid;
+	uint8_t is_exit;	/* 1: an exit waiting for its enter */
+	uint8_t write;
+	int64_t value;		/* enter: peer pid; exit: return value */
+	uint64_t time;
+};
+
+struct cm_cma_pairer {
+	struct pair_slot slot[CM_CMA_PAIR_SLOTS];
+	struct cm_cma_pair_stats st;
+};
+
+struct cm_cma_pairer *cm_cma_pairer_new(void)
+{
+	struct cm_cma_pairer *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		errno = ENOMEM;
+	return p;
+}
+
+void cm_cma_pairer_free(struct cm_cma_pairer *p)
+{
+	free(p);
+}
+
+static uint32_t tid_hash(uint32_t tid)
+{
+	return (tid * 2654435761u) >> 7;
+}
+
+/* The slot of tid, or a free one (tid 0) for it, or one whose call is
+ * older than CM_CMA_ORPHAN_NS (given up: counted); NULL when the window
+ * is full of live calls. */
+static struct pair_slot *pair_find(struct cm_cma_pairer *p, uint32_t tid,
+				   uint64_t now)
+{
+	struct pair_slot *free_s = NULL, *stale = NULL;
+
+	for (uint32_t k = 0; k < PAIR_PROBE; k++) {
+		struct pair_slot *s =
+			&p->slot[(tid_hash(tid) + k) & (CM_CMA_PAIR_SLOTS - 1)];
+
+		if (s->tid == tid)
+			return s;
+		if (!s->tid && !free_s)
+			free_s = s;
+		else if (s->tid && !stale && now > s->time &&
+			 now - s->time > CM_CMA_ORPHAN_NS)
+			stale = s;
+	}
+	if (free_s)
+		return free_s;
+	if (stale) {
+		p->st.unpaired++;
+		stale->tid = 0;
+	}
+	return stale;
+}
+
+static void pair_store(struct pair_slot *s, const struct cm_cma_event *ev,
+		       bool is_exit, bool write)
+{
+	s->tid = ev->tid;
+	s->pid = ev->pid;
+	s->is_exit = is_exit;
+	s->write = write;
+	s->value = ev->value;
+	s->time = ev->time;
+}
+
+/* A finished call from its enter (peer) and its exit (ret). */
+static int pair_done(struct cm_cma_pairer *p, struct pair_slot *s,
+		     const struct cm_cma_event *ev, int64_t peer, int64_t ret,
+		     uint64_t exit_time, struct cm_cma_transfer *out)
+{
+	out->pid = ev->pid;
+	out->tid = ev->tid;
+	out->peer = (uint32_t)peer;
+	out->write = s->write;
+	out->bytes = ret > 0 ? (uint64_t)ret : 0;
+	out->time = exit_time;
+	s->tid = 0;
+	p->st.calls++;
+	if (ret <= 0 || peer <= 0 || peer > INT32_MAX) {
+		p->st.failed++;
+		out->bytes = 0;
+	}
+	p->st.bytes += out->bytes;
+	return 1;
+}
+
+int cm_cma_pairer_feed(struct cm_cma_pairer *p, const struct cm_cma_event *ev,
+		       struct cm_cma_transfer *out)
+{
+	bool is_exit, write;
+	struct pair_slot *s;
+
+	if (!p || !ev || !out || ev->kind >= CM_CMA_NKINDS || !ev->tid)
+		return 0;
+	is_exit = ev->kind >= CM_CMA_EXIT_READ;
+	write = ev->kind == CM_CMA_ENTER_WRITE ||
+		ev->kind == CM_CMA_EXIT_WRITE;
+	s = pair_find(p, ev->tid, ev->time);
+	if (!s) {
+		p->st.no_slot++;
+		return 0;
+	}
+	if (s->tid == ev->tid && s->is_exit != is_exit && s->write == write) {
+		/* The other half: an exit after its enter, or an enter read
+		 * after its exit (another CPU's ring, a later read). */
+		if (is_exit && s->time <= ev->time)
+			return pair_done(p, s, ev, s->value, ev->value,
+					 ev->time, out);
+		if (!is_exit && ev->time <= s->time)
+			return pair_done(p, s, ev, ev->value, s->value,
+					 s->time, out);
+	}
+	if (s->tid == ev->tid)
+		p->st.unpaired++;	/* replaced: its other half is lost */
+	pair_store(s, ev, is_exit, write);
+	return 0;
+}
+
+void cm_cma_pairer_stats(const struct cm_cma_pairer *p,
+			 struct cm_cma_pair_stats *st)
+{
+	if (p)
+		*st = p->st;
+	else
+		memset(st, 0, sizeof(*st));
+}
+
+/* ---- the tracer -------------------------------------------------------- */
+
+/* Per CPU: the ring belongs to the first tracepoint's event; the other
+ * three write into it (PERF_EVENT_IOC_SET_OUTPUT). */
+struct cring {
+	int fd[CM_CMA_NKINDS];
+	void *base;
+	size_t maplen;
+	uint8_t *data;
+	uint64_t size;
+};
+
+struct cm_cma_tracer {
+	struct cm_cma_format fmt;
+	struct cring *rings;
+	int nrings;
+	struct cm_cma_stats st;
+	struct cm_cma_pairer *pair;
+	size_t nbatch;
+	struct cm_cma_event batch[CM_CMA_BATCH];
+	uint8_t buf[65536];	/* a record wrapping at the ring's end */
+};
+
+void cm_cma_config_default(struct cm_cma_config *cfg)
+{
+	cfg->tracefs = NULL;
+	cfg->ring_pages = CM_CMA_DEFAULT_RING_PAGES;
+}
+
+/* Whole small file into buf (NUL-terminated); bytes read or -1. */
+static ssize_t read_small(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n, got = 0;
+
+	if (fd < 0)
+		return -1;
+	while ((size_t)got < len - 1 &&
+	       (n = read(fd, buf + got, len - 1 - (size_t)got)) > 0)
+		got += n;
+	close(fd);
+	buf[got] = '\0';
+	return got;
+}
+
+static int read_tp(const char *root, int kind, const char *file, char *buf,
+		   size_t len)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/events/syscalls/%s/%s", root,
+		 tp_name[kind], file);
+	return read_small(path, buf, len) > 0 ? 0 : -1;
+}
+
+/* tracefs' root: the one given, else the usual place (mounted there when
+ * it is not: root only), else the debugfs path. */
+static const char *tracefs_root(const struct cm_cma_config *cfg)
+{
+	char buf[32];
+
+	if (cfg->tracefs)
+		return cfg->tracefs;
+	if (read_tp(DEFAULT_TRACEFS, 0, "id", buf, sizeof(buf)) == 0)
+		return DEFAULT_TRACEFS;
+	if (access(DEFAULT_TRACEFS "/README", F_OK) < 0 &&
+	    mount("nodev", DEFAULT_TRACEFS, "tracefs", 0, NULL) == 0)
+		return DEFAULT_TRACEFS;
+	if (read_tp(DEBUGFS_TRACEFS, 0, "id", buf, sizeof(buf)) == 0)
+		return DEBUGFS_TRACEFS;
+	return DEFAULT_TRACEFS;
+}
+
+/* The four ids and the field offsets (the x86-64 layout when a format
+ * file is unreadable). */
+static int find_tracepoints(const struct cm_cma_config *cfg,
+			    struct cm_cma_format *f, struct cm_error *err)
+{
+	const char *root = tracefs_root(cfg);
+	char text[4096];
+	unsigned off;
+
+	cm_cma_format_default(f);
+	for (int k = 0; k < CM_CMA_NKINDS; k++) {
+		if (read_tp(root, k, "id", text, sizeof(text)) < 0 ||
+		    !(f->id[k] = strtoull(text, NULL, 10)))
+			return cm_errorf(err, ENOENT, "cma tracing: cannot "
+				"read %s/events/syscalls/%s/id (tracefs not "
+				"mounted, or a kernel without syscall "
+				"tracepoints)", root, tp_name[k]);
+	}
+	if (read_tp(root, CM_CMA_ENTER_READ, "format", text, sizeof(text)) ==
+	    0) {
+		if (cm_cma_format_field(text, "pid", 8, &off, err))
+			return -1;
+		f->pid_off = off;
+		f->min_enter = off + 8;
+	}
+	if (read_tp(root, CM_CMA_EXIT_READ, "format", text, sizeof(text)) ==
+	    0) {
+		if (cm_cma_format_field(text, "ret", 8, &off, err))
+			return -1;
+		f->ret_off = off;
+		f->min_exit = off + 8;
+	}
+	return 0;
+}
+
+static int paranoid(void)
+{
+	char buf[32];
+
+	if (read_small("/proc/sys/kernel/perf_event_paranoid", buf,
+		       sizeof(buf)) <= 0)
+		return 99;
+	return atoi(buf);
+}
+
+static int open_error(struct cm_error *err, int e, int cpu)
+{
+	if (e == EACCES || e == EPERM)
+		return cm_errorf(err, e, "cma tracing: perf_event_open(syscalls"
+				 ":process_vm_*, cpu %d): %s; CPU-wide "
+				 "tracepoints need root or CAP_PERFMON "
+				 "(kernel.perf_event_paranoid is %d)", cpu,
+				 strerror(e), paranoid());
+	return cm_errorf(err, e, "cma tracing: perf_event_open(syscalls:"
+			 "process_vm_*, cpu %d): %s", cpu, strerror(e));
+}
+
+static int map_cring(struct cring *r, unsigned pages, struct cm_error *err)
+{
+	size_t page = (size_t)getpagesize();
+	struct perf_event_mmap_page *meta;
+
+	r->maplen = (1 + (size_t)pages) * page;
+	r->base = mmap(NULL, r->maplen, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       r->fd[0], 0);
+	if (r->base == MAP_FAILED) {
+		r->base = NULL;
+		return cm_errorf(err, errno, "cma tracing: mmap of a ring "
+				 "(%zu bytes): %s", r->maplen,
+				 strerror(errno));
+	}
+	meta = r->base;
+	r->data = (uint8_t *)r->base + (meta->data_offset ? meta->data_offset
+					: page);
+	r->size = meta->data_size ? meta->data_size : (uint64_t)pages * page;
+	return 0;
+}
+
+/* The four events of one CPU, one ring.  0 (also when the CPU is
+ * offline: nothing opened), -1. */
+static int open_cpu(struct cm_cma_tracer *t, struct perf_event_attr *a,
+		    int cpu, unsigned pages, struct cm_error *err)
+{
+	struct cring *r = &t->rings[t->nrings];
+
+	for (int k = 0; k < CM_CMA_NKINDS; k++)
+		r->fd[k] = -1;
+	for (int k = 0; k < CM_CMA_NKINDS; k++) {
+		a->config = t->fmt.id[k];
+		r->fd[k] = (int)syscall(SYS_perf_event_open, a, -1, cpu, -1,
+					PERF_FLAG_FD_CLOEXEC);
+		if (r->fd[k] < 0) {
+			int e = errno;
+
+			if (k == 0 && e == ENODEV)
+				return 0;
+			return open_error(err, e, cpu);
+		}
+		if (k == 0) {
+			t->nrings++;	/* freed with what it has */
+			/* The kernel redirects only into a mapped ring. */
+			if (map_cring(r, pages, err))
+				return -1;
+		} else if (ioctl(r->fd[k], PERF_EVENT_IOC_SET_OUTPUT,
+				 r->fd[0])) {
+			return cm_errorf(err, errno, "cma tracing: cpu %d: "
+					 "cannot share a ring: %s", cpu,
+					 strerror(errno));
+		}
+	}
+	return 0;
+}
+
+static int enable_all(struct cm_cma_tracer *t, struct cm_error *err)
+{
+	for (int i = 0; i < t->nrings; i++)
+		for (int k = 0; k < CM_CMA_NKINDS; k++)
+			if (ioctl(t->rings[i].fd[k], PERF_EVENT_IOC_ENABLE,
+				  0))
+				return cm_errorf(err, errno, "cma tracing: "
+						 "enable: %s",
+						 strerror(errno));
+	return 0;
+}
+
+static void tracer_attr(struct perf_event_attr *a, unsigned pages)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_TRACEPOINT;
+	a->sample_period = 1;	/* every call */
+	a->sample_type = CM_CMA_SAMPLE_TYPE;
+	a->disabled = 1;
+	a->use_clockid = 1;	/* same clock as the samplers */
+	a->clockid = CLOCK_MONOTONIC;
+	a->watermark = 1;
+	a->wakeup_watermark = pages * (uint32_t)getpagesize() / 4;
+}
+
+struct cm_cma_tracer *cm_cma_tracer_new(const struct cm_cma_config *c,
+					struct cm_error *err)
+{
+	struct cm_cma_config def;
+	struct cm_cma_tracer *t;
+	struct perf_event_attr a;
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+
+	if (!c) {
+		cm_cma_config_default(&def);
+		c = &def;
+	}
+	if (!c->ring_pages || (c->ring_pages & (c->ring_pages - 1))) {
+		cm_errorf(err, EINVAL, "cma tracing: ring_pages %u is not a "
+			  "power of two", c->ring_pages);
+		return NULL;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t || ncpu < 1 ||
+	    !(t->rings = calloc((size_t)ncpu, sizeof(*t->rings))) ||
+	    !(t->pair = cm_cma_pairer_new())) {
+		cm_cma_tracer_free(t);
+		cm_errorf(err, ENOMEM, "cma tracing: out of memory");
+		return NULL;
+	}
+	if (find_tracepoints(c, &t->fmt, err))
+		goto fail;
+	tracer_attr(&a, c->ring_pages);
+	for (int cpu = 0; cpu < ncpu; cpu++)
+		if (open_cpu(t, &a, cpu, c->ring_pages, err))
+			goto fail;
+	if (!t->nrings) {
+		cm_errorf(err, ENODEV, "cma tracing: no online CPU");
+		goto fail;
+	}
+	if (enable_all(t, err))
+		goto fail;
+	return t;
+fail:
+	cm_cma_tracer_free(t);
+	return NULL;
+}
+
+void cm_cma_tracer_free(struct cm_cma_tracer *t)
+{
+	int e = errno;
+
+	if (!t)
+		return;
+	for (int i = 0; t->rings && i < t->nrings; i++) {
+		if (t->rings[i].base)
+			munmap(t->rings[i].base, t->rings[i].maplen);
+		for (int k = CM_CMA_NKINDS - 1; k >= 0; k--)
+			if (t->rings[i].fd[k] >= 0)
+				close(t->rings[i].fd[k]);
+	}
+	free(t->rings);
+	cm_cma_pairer_free(t->pair);
+	free(t);
+	errno = e;
+}
+
+/* Sort the batch, pair it, hand finished calls with bytes to fn. */
+static void flush_batch(struct cm_cma_tracer *t, cm_cma_fn fn, void *arg)
+{
+	struct cm_cma_transfer x;
+
+	cm_cma_sort(t->batch, t->nbatch);
+	for (size_t i = 0; i < t->nbatch; i++)
+		if (cm_cma_pairer_feed(t->pair, &t->batch[i], &x) == 1 &&
+		    x.bytes && fn)
+			fn(&x, arg);
+	t->nbatch = 0;
+}
+
+/* Non-sample records: lost counts are kept, the rest skipped. */
+static void other_record(struct cm_cma_tracer *t, const uint8_t *p,
+			 size_t len)
+{
+	struct perf_event_header h;
+
+	memcpy(&h, p, sizeof(h));
+	if (h.type == PERF_RECORD_LOST && len >= 24)
+		t->st.lost += get64(p + 16);
+	else if (h.type == PERF_RECORD_LOST_SAMPLES && len >= 16)
+		t->st.lost += get64(p + 8);
+	else
+		t->st.other++;
+}
+
+static long read_cring(struct cm_cma_tracer *t, struct cring *r,
+		       cm_cma_fn fn, void *arg)
+{
+	struct perf_event_mmap_page *meta = r->base;
+	uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = meta->data_tail;
+	const uint8_t *p;
+	size_t len;
+	long n = 0;
+	int got;
+
+	while ((got = cm_perf_ring_next(r->data, r->size, head, &tail,
+					t->buf, sizeof(t->buf), &p, &len,
+					NULL)) > 0) {
+		struct perf_event_header h;
+		int rc;
+
+		memcpy(&h, p, sizeof(h));
+		if (h.type != PERF_RECORD_SAMPLE) {
+			other_record(t, p, len);
+			continue;
+		}
+		rc = cm_cma_parse_sample(&t->fmt, p, len,
+					 &t->batch[t->nbatch], NULL);
+		if (rc) {
+			if (rc < 0)
+				t->st.malformed++;
+			else
+				t->st.other++;
+			continue;
+		}
+		t->st.records++;
+		n++;
+		if (++t->nbatch == CM_CMA_BATCH)
+			flush_batch(t, fn, arg);
+	}
+	if (got < 0) {
+		t->st.malformed++;
+		tail = head;
+	}
+	__atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+	return n;
+}
+
+long cm_cma_tracer_read(struct cm_cma_tracer *t, cm_cma_fn fn, void *arg)
+{
+	long n = 0;
+
+	if (!t)
+		return cm_errorf(NULL, EINVAL, "cma tracer: NULL");
+	for (int i = 0; i < t->nrings; i++)
+		n += read_cring(t, &t->rings[i], fn, arg);
+	flush_batch(t, fn, arg);
+	return n;
+}
+
+int cm_cma_tracer_pollfds(const struct cm_cma_tracer *t, struct pollfd *pfd,
+			  int max)
+{
+	int n = 0;
+
+	for (int i = 0; t && i < t->nrings && n < max; i++) {
+		pfd[n].fd = t->rings[i].fd[0];
+		pfd[n].events = POLLIN;
+		pfd[n].revents = 0;
+		n++;
+	}
+	return n;
+}
+
+void cm_cma_tracer_stats(const struct cm_cma_tracer *t,
+			 struct cm_cma_stats *st)
+{
+	if (!t) {
+		memset(st, 0, sizeof(*st));
+		return;
+	}
+	*st = t->st;
+	cm_cma_pairer_stats(t->pair, &st->pair);
+}
