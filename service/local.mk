@@ -54,6 +54,7 @@ service_commap_service_SOURCES = $(SERVICE_CORE) \
 	service/svc_metrics.h service/svc_metrics.c \
 	service/svc_api.h service/svc_api.c \
 	service/svc_http.h service/svc_http.c \
+	service/svc_conn_guard.h service/svc_conn_guard.c \
 	service/svc_web.h service/svc_web.c \
 	service/svc_models.h service/svc_models.c service/svc_model_merge.c \
 	service/svc_model_worker.c \
@@ -85,7 +86,8 @@ SERVICE_INTEGRATION_TESTS = \
 	tests/service/t0620-web.sh \
 	tests/service/t0630-chromium.sh \
 	tests/service/t0660-models.sh \
-	tests/service/t0670-retention.sh
+	tests/service/t0670-retention.sh \
+	tests/service/t0680-hostile-clients.sh
 TESTS += $(SERVICE_INTEGRATION_TESTS)
 
 # Benchmark (built by make check, run by hand: docs/PERFORMANCE.md,
@@ -102,7 +104,8 @@ EXTRA_DIST += tests/service/t0600-service-api.sh \
 	tests/service/upload-stream.py \
 	tests/service/t0620-web.sh tests/service/t0630-chromium.sh \
 	tests/service/web-check.py tests/bench/service/run-service.sh \
-	tests/service/t0660-models.sh tests/service/t0670-retention.sh
+	tests/service/t0660-models.sh tests/service/t0670-retention.sh \
+	tests/service/t0680-hostile-clients.sh tests/service/conn-flood.py
 
 # Fuzz target for the upload parser (tests/fuzz/standalone_driver.c runs it
 # over tests/fuzz/corpus/result_upload/ plus mutations in make check;

@@ -119,6 +119,8 @@ static int load_config(const struct options *o, struct svc_config *c,
 	if (o->log_level &&
 	    svc_config_set(c, "log_level", o->log_level, err) < 0)
 		return -1;
+	if (svc_config_load_secret(c, err) < 0)
+		return -1;
 	return absolute_database(c, err);
 }
 

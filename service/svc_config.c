@@ -6,8 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "svc_config.h"
+
+#define SECRET_MIN 16
 
 #define CONFIG_FILE_MAX (1 << 20)
 #define CONFIG_LINE_MAX 4096
@@ -36,8 +41,11 @@ void svc_config_defaults(struct svc_config *c)
 	c->max_body = 16u << 20;
 	c->log_level = SVC_LOG_INFO;
 	c->threads = 4;
-	c->max_connections = 256;
-	c->timeout_s = 30;
+	c->max_connections = 1024;
+	c->per_ip_connections = 64;
+	c->timeout_s = 10;
+	c->request_timeout_s = 20;
+	c->connection_memory = 32u << 10;
 	c->retention_days = 0;
 	c->sync_full = 0;
 	c->web_auth = SVC_WEB_AUTH_MUNGE;
@@ -289,7 +297,8 @@ static const char *const config_keys[] = {
 	"listen", "database", "admins", "writers", "slurm_user",
 	"munge_socket", "max_body", "log_level", "threads",
 	"max_connections", "timeout", "sync", "web_auth", "web_user_header",
-	"retention_days",
+	"retention_days", "per_ip_connections", "request_timeout",
+	"connection_memory", "web_proxy_secret_file",
 };
 #define N_CONFIG_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 
@@ -353,6 +362,22 @@ int svc_config_set(struct svc_config *c, const char *key, const char *value,
 				       err);
 	case 14:
 		return set_uint(&c->retention_days, key, value, 0, 36500, err);
+	case 15:
+		return set_uint(&c->per_ip_connections, key, value, 0, 65536,
+				err);
+	case 16:
+		return set_uint(&c->request_timeout_s, key, value, 1, 3600,
+				err);
+	case 17:
+		return set_size(&c->connection_memory, key, value, err);
+	case 18:
+		if (*value && *value != '/')
+			return cm_errorf(err, EINVAL,
+					 "%s: '%s' is not an absolute path",
+					 key, value);
+		return set_string(c->web_proxy_secret_file,
+				  sizeof(c->web_proxy_secret_file), key, value,
+				  1, err);
 	}
 	return cm_errorf(err, EINVAL, "%s: unknown key", key);
 }
@@ -466,5 +491,64 @@ out:
 	free(buf);
 	fclose(f);
 	errno = saved;
+	return rv;
+}
+
+/* The secret as read: printable ASCII but blanks, since it travels as a
+ * header value; one final newline (echo > file) is not part of it. */
+static int secret_text_ok(struct svc_config *c, const char *buf, size_t n,
+			  struct cm_error *err)
+{
+	const char *f = c->web_proxy_secret_file;
+	size_t i;
+
+	if (n && buf[n - 1] == '\n')
+		n--;
+	if (n < SECRET_MIN || n >= sizeof(c->web_proxy_secret))
+		return cm_errorf(err, EINVAL,
+				 "web_proxy_secret_file: %s: expected %d to %zu characters",
+				 f, SECRET_MIN, sizeof(c->web_proxy_secret) - 1);
+	for (i = 0; i < n; i++)
+		if (buf[i] <= ' ' || buf[i] > '~')
+			return cm_errorf(err, EINVAL,
+					 "web_proxy_secret_file: %s: byte %zu is not a printable non-blank character",
+					 f, i + 1);
+	memcpy(c->web_proxy_secret, buf, n);
+	c->web_proxy_secret[n] = '\0';
+	c->web_proxy_secret_len = n;
+	return 0;
+}
+
+int svc_config_load_secret(struct svc_config *c, struct cm_error *err)
+{
+	const char *f = c->web_proxy_secret_file;
+	char buf[sizeof(c->web_proxy_secret) + 1];
+	struct stat st;
+	ssize_t n;
+	int fd, rv;
+
+	if (c->web_auth != SVC_WEB_AUTH_TRUSTED_HEADER)
+		return 0;
+	if (!*f)
+		return cm_errorf(err, EINVAL,
+				 "web_auth = trusted-header needs web_proxy_secret_file (a secret shared with the reverse proxy)");
+	fd = open(f, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return cm_errorf(err, errno, "web_proxy_secret_file: %s: %s",
+				 f, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (st.st_mode & 077)) {
+		close(fd);
+		return cm_errorf(err, EPERM,
+				 "web_proxy_secret_file: %s: must be a regular file only its owner can read (chmod 600)",
+				 f);
+	}
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n < 0)
+		return cm_errorf(err, EIO, "web_proxy_secret_file: %s: %s", f,
+				 strerror(errno));
+	rv = secret_text_ok(c, buf, (size_t)n, err);
+	explicit_bzero(buf, sizeof(buf));
 	return rv;
 }

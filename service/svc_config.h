@@ -48,13 +48,24 @@ struct svc_config {
 	size_t max_body;		/* largest accepted request body */
 	enum svc_log_level log_level;
 	unsigned threads;		/* HTTP worker threads */
-	unsigned max_connections;
+	unsigned max_connections;	/* open at once, in total */
+	unsigned per_ip_connections;	/* from one address; 0: no limit */
 	unsigned timeout_s;		/* idle connection timeout */
+	/* A request's headers (and a body not behind a munge credential)
+	 * must arrive within this many seconds of its first byte being
+	 * awaited, however slowly they trickle (svc_conn_guard.h). */
+	unsigned request_timeout_s;
+	size_t connection_memory;	/* libmicrohttpd's pool per connection */
 	int sync_full;			/* PRAGMA synchronous=FULL */
 	/* Web pages (docs/reports.md): who a browser request is when it
 	 * carries no munge credential. */
 	enum svc_web_auth web_auth;
 	char web_user_header[64];	/* set by a reverse proxy */
+	/* trusted-header: a file holding the secret the proxy sends in
+	 * X-Commap-Proxy-Secret; without it the user header is refused. */
+	char web_proxy_secret_file[SVC_PATH_MAX];
+	char web_proxy_secret[256];	/* svc_config_load_secret */
+	size_t web_proxy_secret_len;
 	/* Results of steps started more than this many days ago are
 	 * deleted (svc_retention.h); 0 keeps them forever. */
 	unsigned retention_days;
@@ -77,6 +88,13 @@ int svc_config_parse(struct svc_config *c, const char *text, size_t len,
 /* Read and parse a file (at most 1 MiB).  0 on success, -1 with errno. */
 int svc_config_load(struct svc_config *c, const char *path,
 		    struct cm_error *err);
+
+/* After parsing: web_auth = trusted-header needs web_proxy_secret_file,
+ * a regular file of 16-255 printable bytes (a final newline ignored) that
+ * only its owner may read or write; read it into web_proxy_secret.  0 on
+ * success (also when not needed), -1 with errno and a message naming the
+ * file and the problem. */
+int svc_config_load_secret(struct svc_config *c, struct cm_error *err);
 
 /* "error", "warning", "info", "debug". */
 const char *svc_log_level_name(enum svc_log_level level);

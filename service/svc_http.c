@@ -1,12 +1,17 @@
 /* svc_http.c: libmicrohttpd glue.  On a request's first call (headers
  * only) the caller is authenticated and the body size checked, so a
  * refused upload is answered before its body is read; then the body is
- * collected (bounded by max_body) and the request handed to svc_api. */
+ * collected (bounded by max_body for uploads, SMALL_BODY_MAX for every
+ * other route) and the request handed to svc_api.  Connections are
+ * limited in total, per client address and in memory; a request not
+ * authenticated within request_timeout is cut (svc_conn_guard.h). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdarg.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,12 +19,19 @@
 
 #include <microhttpd.h>
 
+#include "svc_conn_guard.h"
 #include "svc_http.h"
 #include "svc_log.h"
 #include "svc_metrics.h"
 #include "svc_web.h"
 
 #define PATH_MAX_LOG 256
+/* Bodies of every route but uploads: none needs one, so a client cannot
+ * make the service hold max_body per connection without a credential. */
+#define SMALL_BODY_MAX (64u << 10)
+/* Descriptors besides connections: the database pool, munge, logs. */
+#define SPARE_FDS 64
+#define PROXY_SECRET_HEADER "X-Commap-Proxy-Secret"
 
 struct svc_http {
 	struct MHD_Daemon *daemon;
@@ -28,6 +40,7 @@ struct svc_http {
 	struct svc_api api;
 	unsigned port;
 	void *web;		/* svc_web_start() */
+	struct svc_conn_guard *guard;
 };
 
 struct request {
@@ -38,7 +51,7 @@ struct request {
 	int authenticated;
 	struct svc_caller caller;
 	char *body;
-	size_t len, cap;
+	size_t len, cap, max;	/* max: the route's body limit */
 	int too_large;
 	int responded;
 	unsigned status;
@@ -126,6 +139,31 @@ static int peer_is_loopback(struct MHD_Connection *conn)
 	return 0;
 }
 
+/* Compare all of the secret whatever the first difference, so the time
+ * taken says nothing of how much of a guess was right. */
+static int secret_equal(const char *given, const char *secret, size_t n)
+{
+	size_t glen = strlen(given), i;
+	unsigned char d = glen != n;
+
+	for (i = 0; i < n; i++)
+		d |= (unsigned char)((i < glen ? given[i] : 0) ^ secret[i]);
+	return d == 0;
+}
+
+/* trusted-header: any local user can reach a loopback listener and send
+ * the user header; only the proxy knows the secret (svc_config.h). */
+static int proxy_secret_ok(const struct svc_config *c,
+			   struct MHD_Connection *conn)
+{
+	const char *given = MHD_lookup_connection_value(conn,
+		MHD_HEADER_KIND, PROXY_SECRET_HEADER);
+
+	return given && c->web_proxy_secret_len > 0 &&
+	       secret_equal(given, c->web_proxy_secret,
+			    c->web_proxy_secret_len);
+}
+
 /* A web page without a munge credential: the web_auth policy decides
  * (docs/reports.md).  Both alternatives to munge trust only loopback
  * peers. */
@@ -152,8 +190,13 @@ static enum MHD_Result web_begin(struct svc_http *h,
 		strcpy(rq->caller.user, "anonymous");
 		rq->caller.is_admin = 1;	/* web_auth = none: read all */
 		rq->authenticated = 1;
+		svc_conn_guard_trust(conn);
 		return MHD_YES;
 	}
+	if (!proxy_secret_ok(h->config, conn))
+		return send_error(conn, rq, 403,
+			"web_auth = trusted-header: missing or wrong "
+			PROXY_SECRET_HEADER " (only the reverse proxy may name the user)");
 	name = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 					   h->config->web_user_header);
 	if (!name || !*name) {
@@ -169,6 +212,31 @@ static enum MHD_Result web_begin(struct svc_http *h,
 	svc_auth_classify(h->auth, (uint32_t)res->pw_uid,
 			  (uint32_t)res->pw_gid, &rq->caller);
 	rq->authenticated = 1;
+	svc_conn_guard_trust(conn);
+	return MHD_YES;
+}
+
+/* Refuse an announced body over the route's limit before reading it. */
+static enum MHD_Result check_length(struct MHD_Connection *conn,
+				    struct request *rq)
+{
+	const char *clen = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					MHD_HTTP_HEADER_CONTENT_LENGTH);
+	unsigned long long n;
+	char text[160];
+
+	if (!clen)
+		return MHD_YES;
+	n = strtoull(clen, NULL, 10);
+	if (n > rq->max) {
+		snprintf(text, sizeof(text),
+			 "body: %llu bytes is more than %s (%zu)", n,
+			 rq->is_upload ? "max_body" : "this path takes",
+			 rq->max);
+		return send_error(conn, rq, rq->is_upload ? 400 : 413, text);
+	}
+	if (rq->is_upload)
+		rq->cap = (size_t)n;	/* allocated once, as it arrives */
 	return MHD_YES;
 }
 
@@ -178,21 +246,25 @@ static enum MHD_Result request_begin(struct svc_http *h,
 				     struct request *rq)
 {
 	enum svc_route_auth need = svc_api_route_auth(rq->method, rq->path);
-	const char *cred, *clen;
+	const char *cred;
 	struct cm_error e = { "" };
 
+	rq->max = need == SVC_ROUTE_WRITER ? h->config->max_body :
+		  SMALL_BODY_MAX;
 	if (svc_web_is_page(rq->path) &&
 	    !MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 					 "X-Munge-Credential"))
-		return web_begin(h, conn, rq);
+		return web_begin(h, conn, rq) == MHD_YES && !rq->responded ?
+		       check_length(conn, rq) : MHD_YES;
 	if (need == SVC_ROUTE_PUBLIC)
-		return MHD_YES;
+		return check_length(conn, rq);
 	cred = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 					   "X-Munge-Credential");
 	if (svc_auth_decode(h->auth, cred, &rq->caller, &e) < 0)
 		return send_error(conn, rq, errno == EAGAIN ? 503 : 401,
 				  e.text);
 	rq->authenticated = 1;
+	svc_conn_guard_trust(conn);
 	if (need == SVC_ROUTE_WRITER && !rq->caller.is_writer) {
 		snprintf(e.text, sizeof(e.text),
 			 "uid %u (%s) may not upload results (writers: root, the Slurm user, 'writers')",
@@ -200,28 +272,14 @@ static enum MHD_Result request_begin(struct svc_http *h,
 			 rq->caller.user[0] ? rq->caller.user : "?");
 		return send_error(conn, rq, 403, e.text);
 	}
-	clen = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-					   MHD_HTTP_HEADER_CONTENT_LENGTH);
-	if (clen) {
-		unsigned long long n = strtoull(clen, NULL, 10);
-
-		if (n > h->config->max_body) {
-			snprintf(e.text, sizeof(e.text),
-				 "body: %llu bytes is more than max_body (%zu)",
-				 n, h->config->max_body);
-			return send_error(conn, rq, 400, e.text);
-		}
-		rq->cap = (size_t)n;
-	}
-	return MHD_YES;
+	return check_length(conn, rq);
 }
 
-static void request_append(struct svc_http *h, struct request *rq,
-			   const char *data, size_t n)
+static void request_append(struct request *rq, const char *data, size_t n)
 {
 	if (rq->too_large)
 		return;
-	if (n > h->config->max_body - rq->len) {
+	if (n > rq->max - rq->len) {
 		rq->too_large = 1;
 		free(rq->body);
 		rq->body = NULL;
@@ -309,12 +367,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	}
 	if (*upload_data_size) {
 		if (!rq->responded)
-			request_append(h, rq, upload_data, *upload_data_size);
+			request_append(rq, upload_data, *upload_data_size);
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
 	if (rq->responded)
 		return MHD_YES;
+	if (rq->too_large && !rq->is_upload)
+		return send_error(conn, rq, 413, "body: more than this path takes");
 	return request_finish(h, conn, rq);
 }
 
@@ -324,6 +384,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
 	struct request *rq = *req_cls;
 	double dt;
 
+	svc_conn_guard_rearm(conn);
 	if (!rq)
 		return;
 	dt = seconds_since(&rq->start);
@@ -339,17 +400,81 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
 	*req_cls = NULL;
 }
 
+/* libmicrohttpd logs one line per refused or broken connection: under a
+ * flood, one warning a minute and the rest at debug level. */
 static void __attribute__((format(printf, 2, 0)))
 mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static time_t next_warning;
+	static unsigned long quiet;
+	enum svc_log_level level = SVC_LOG_DEBUG;
+	unsigned long skipped = 0;
 	char line[512];
+	time_t now = time(NULL);
 	size_t n;
 
+	(void)cls;
 	vsnprintf(line, sizeof(line), fmt, ap);
 	n = strlen(line);
 	while (n && line[n - 1] == '\n')
 		line[--n] = '\0';
-	svc_log(SVC_LOG_WARNING, "http: %s", line);
+	pthread_mutex_lock(&lock);
+	if (now >= next_warning) {
+		level = SVC_LOG_WARNING;
+		skipped = quiet;
+		quiet = 0;
+		next_warning = now + 60;
+	} else {
+		quiet++;
+	}
+	pthread_mutex_unlock(&lock);
+	if (skipped)
+		svc_log(level, "http: %s (and %lu more such lines at debug level in the last minute)",
+			line, skipped);
+	else
+		svc_log(level, "http: %s", line);
+}
+
+/* Every connection is a descriptor: raise the soft limit to what
+ * max_connections needs, as far as the hard limit allows. */
+static void raise_fd_limit(unsigned max_connections)
+{
+	rlim_t want = (rlim_t)max_connections + SPARE_FDS;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ?
+		      want : rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < want)
+		svc_log(SVC_LOG_WARNING,
+			"http: max_connections = %u needs %llu open files, the limit is %llu (raise LimitNOFILE)",
+			max_connections, (unsigned long long)want,
+			(unsigned long long)rl.rlim_cur);
+}
+
+static struct MHD_Daemon *start_daemon(struct svc_http *h, unsigned flags,
+				       const struct sockaddr *sa)
+{
+	const struct svc_config *c = h->config;
+
+	return MHD_start_daemon(flags, (uint16_t)c->listen_port,
+			NULL, NULL, on_request, h,
+			MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
+			MHD_OPTION_SOCK_ADDR, sa,
+			MHD_OPTION_THREAD_POOL_SIZE, (unsigned)c->threads,
+			MHD_OPTION_CONNECTION_LIMIT,
+			(unsigned)c->max_connections,
+			MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+			(unsigned)c->per_ip_connections,
+			MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)c->timeout_s,
+			MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+			(size_t)c->connection_memory,
+			MHD_OPTION_NOTIFY_CONNECTION, svc_conn_guard_notify,
+			h->guard,
+			MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+			MHD_OPTION_END);
 }
 
 struct svc_http *svc_http_start(const struct svc_config *config,
@@ -384,20 +509,15 @@ struct svc_http *svc_http_start(const struct svc_config *config,
 		sa = (struct sockaddr *)&a6;
 		flags |= MHD_USE_IPv6;
 	}
-	h->daemon = MHD_start_daemon(flags, (uint16_t)config->listen_port,
-			NULL, NULL, on_request, h,
-			MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
-			MHD_OPTION_SOCK_ADDR, sa,
-			MHD_OPTION_THREAD_POOL_SIZE, (unsigned)config->threads,
-			MHD_OPTION_CONNECTION_LIMIT,
-			(unsigned)config->max_connections,
-			MHD_OPTION_CONNECTION_TIMEOUT,
-			(unsigned)config->timeout_s,
-			MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-			MHD_OPTION_END);
+	raise_fd_limit(config->max_connections);
+	h->guard = svc_conn_guard_start(config->request_timeout_s, err);
+	h->daemon = h->guard ? start_daemon(h, flags, sa) : NULL;
 	if (!h->daemon) {
-		cm_errorf(err, EADDRNOTAVAIL, "listen: cannot serve on %s:%u",
-			  config->listen_host, config->listen_port);
+		if (h->guard)
+			cm_errorf(err, EADDRNOTAVAIL,
+				  "listen: cannot serve on %s:%u",
+				  config->listen_host, config->listen_port);
+		svc_conn_guard_stop(h->guard);
 		svc_web_stop(h->web);
 		free(h);
 		return NULL;
@@ -417,6 +537,7 @@ void svc_http_stop(struct svc_http *h)
 	if (!h)
 		return;
 	MHD_stop_daemon(h->daemon);
+	svc_conn_guard_stop(h->guard);
 	svc_web_stop(h->web);
 	free(h);
 }

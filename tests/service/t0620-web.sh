@@ -15,12 +15,18 @@ check="python3 $top_srcdir/tests/service/web-check.py"
 page() { cp "$T/body" "$T/$1"; }
 has() { grep -q -- "$1" "$T/body"; }
 
+# The secret the reverse proxy and the service share (trusted-header).
+secret=proxy-secret-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+printf '%s\n' "$secret" >"$T/proxy.secret"
+chmod 600 "$T/proxy.secret"
+P="X-Commap-Proxy-Secret: $secret"
 cat >"$T/svc.conf" <<CONF
 database = $T/svc.db
 admins = @commap-test-adm
 threads = 2
 web_auth = trusted-header
 web_user_header = X-Test-User
+web_proxy_secret_file = $T/proxy.secret
 CONF
 ok "the service starts (web_auth = trusted-header)" start_service "$T/svc.conf"
 
@@ -159,20 +165,33 @@ req $A GET /apps/nosuchapp
 is "an application without visible runs: 404" "$code" 404
 
 # --- web_auth = trusted-header (requests from loopback) ---------------------
-req - GET /jobs -H "X-Test-User: $A"
-is "trusted header from loopback: 200" "$code" 200
+req - GET /jobs -H "X-Test-User: $A" -H "$P"
+is "trusted header with the proxy's secret: 200" "$code" 200
 ok "  acts as A (A's job listed)" has 'href="/jobs/2001"'
 ok "  and only as A" sh -c "! grep -q '/jobs/2002' '$T/body'"
-req - GET /jobs/2002 -H "X-Test-User: $A"
+req - GET /jobs/2002 -H "X-Test-User: $A" -H "$P"
 is "  B's job through the header as A: 403" "$code" 403
-req - GET /jobs/2002 -H "X-Test-User: $C"
+req - GET /jobs/2002 -H "X-Test-User: $C" -H "$P"
 is "  an admin through the header: 200" "$code" 200
-req - GET /jobs -H "X-Test-User: no-such-user-xyz"
+req - GET /jobs -H "X-Test-User: no-such-user-xyz" -H "$P"
 is "  an unknown user: 403" "$code" 403
-req - GET /jobs
-is "  no header and no credential: 401" "$code" 401
-req - GET /v1/jobs -H "X-Test-User: $A"
+req - GET /jobs -H "$P"
+is "  no user header and no credential: 401" "$code" 401
+req - GET /v1/jobs -H "X-Test-User: $A" -H "$P"
 is "  the JSON API ignores the header: 401" "$code" 401
+# A local user forging the proxy: the user header alone, or a guess.
+forged=$(runuser -u $B -- curl -s -o /dev/null -w '%{http_code}' \
+	-H "X-Test-User: $C" "$url/jobs/2001")
+is "a local user sending the user header without the secret: 403" \
+	"$forged" 403
+req - GET /jobs/2001 -H "X-Test-User: $C"
+ok "  the page says the secret is missing" has 'X-Commap-Proxy-Secret'
+req - GET /jobs/2001 -H "X-Test-User: $C" -H "X-Commap-Proxy-Secret: ${secret%?}x"
+is "  a wrong secret (one character off): 403" "$code" 403
+req - GET /jobs/2001 -H "X-Test-User: $C" -H "X-Commap-Proxy-Secret: ${secret}x"
+is "  the secret and more: 403" "$code" 403
+req - GET /jobs/2001 -H "X-Test-User: $C" -H "X-Commap-Proxy-Secret: "
+is "  an empty secret: 403" "$code" 403
 
 # From a non-loopback address the header is not trusted.
 ip=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -v '^127\.' |
@@ -188,7 +207,7 @@ if [ -n "$ip" ]; then
 		sleep 0.05
 	done
 	c2=$(curl -s -o "$T/body" -w '%{http_code}' -H "X-Test-User: $A" \
-		"http://$ip:$p2/jobs")
+		-H "$P" "http://$ip:$p2/jobs")
 	is "trusted header from $ip (not loopback): 403" "$c2" 403
 	ok "  says why" has 'only requests from this host'
 	kill -TERM $pid2
@@ -197,9 +216,31 @@ else
 	tap_result 0 "# SKIP no non-loopback address to test from"
 fi
 
+# --- the secret's file is checked at start ----------------------------------
+sed '/^web_proxy_secret_file/d' "$T/svc.conf" >"$T/nosecret.conf"
+run "$service" --config "$T/nosecret.conf" --foreground
+is "trusted-header without web_proxy_secret_file: exit 2" "$status" 2
+ok "  the message names the missing setting" \
+	sh -c "printf '%s' \"\$1\" | grep -q 'needs web_proxy_secret_file'" - "$err"
+cp "$T/proxy.secret" "$T/open.secret"
+chmod 644 "$T/open.secret"
+sed "s|^web_proxy_secret_file.*|web_proxy_secret_file = $T/open.secret|" \
+	"$T/svc.conf" >"$T/open.conf"
+run "$service" --config "$T/open.conf" --foreground
+is "a secret file others can read: exit 2" "$status" 2
+ok "  the message names the file and says chmod 600" \
+	sh -c "printf '%s' \"\$1\" | grep -q 'open.secret: must be a regular file only its owner can read'" - "$err"
+printf 'short\n' >"$T/short.secret"
+chmod 600 "$T/short.secret"
+sed "s|^web_proxy_secret_file.*|web_proxy_secret_file = $T/short.secret|" \
+	"$T/svc.conf" >"$T/short.conf"
+run "$service" --config "$T/short.conf" --foreground
+is "a secret of 5 characters: exit 2" "$status" 2
+
 # --- web_auth = munge (the default) and none -------------------------------
 ok "the service stops" stop_service
-sed -i '/^web_auth/d; /^web_user_header/d' "$T/svc.conf"
+sed -i '/^web_auth/d; /^web_user_header/d; /^web_proxy_secret_file/d' \
+	"$T/svc.conf"
 ok "the service restarts with the default web_auth" \
 	start_service "$T/svc.conf"
 req - GET /jobs -H "X-Remote-User: $A"
