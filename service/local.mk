@@ -5,7 +5,7 @@
 # validator are pure and unit-tested (and fuzzed) always.
 SERVICE_SQL = sql/0001_init.sql sql/0002_models.sql sql/0003_jobs_index.sql \
 	sql/0004_model_queue.sql sql/0005_upload_indexes.sql \
-	sql/0006_migrations_are_moves.sql
+	sql/0006_migrations_are_moves.sql sql/0007_model_quarantine.sql
 EXTRA_DIST += $(SERVICE_SQL) service/embed-sql.sh docs/service.md
 SERVICE_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) -I$(top_srcdir)/service \
 	-I$(top_builddir)/service
@@ -57,7 +57,7 @@ service_commap_service_SOURCES = $(SERVICE_CORE) \
 	service/svc_conn_guard.h service/svc_conn_guard.c \
 	service/svc_web.h service/svc_web.c \
 	service/svc_models.h service/svc_models.c service/svc_model_merge.c \
-	service/svc_model_worker.c \
+	service/svc_model_worker.c service/svc_model_quarantine.c \
 	service/svc_retention.h service/svc_retention.c
 nodist_service_commap_service_SOURCES = service/sql_migrations.c
 service_commap_service_CFLAGS = $(SERVICE_CFLAGS) $(MHD_CFLAGS) \
@@ -87,7 +87,8 @@ SERVICE_INTEGRATION_TESTS = \
 	tests/service/t0630-chromium.sh \
 	tests/service/t0660-models.sh \
 	tests/service/t0670-retention.sh \
-	tests/service/t0680-hostile-clients.sh
+	tests/service/t0680-hostile-clients.sh \
+	tests/service/t0690-model-quarantine.sh
 TESTS += $(SERVICE_INTEGRATION_TESTS)
 
 # Benchmark (built by make check, run by hand: docs/PERFORMANCE.md,
@@ -105,7 +106,8 @@ EXTRA_DIST += tests/service/t0600-service-api.sh \
 	tests/service/t0620-web.sh tests/service/t0630-chromium.sh \
 	tests/service/web-check.py tests/bench/service/run-service.sh \
 	tests/service/t0660-models.sh tests/service/t0670-retention.sh \
-	tests/service/t0680-hostile-clients.sh tests/service/conn-flood.py
+	tests/service/t0680-hostile-clients.sh tests/service/conn-flood.py \
+	tests/service/t0690-model-quarantine.sh
 
 # Fuzz target for the upload parser (tests/fuzz/standalone_driver.c runs it
 # over tests/fuzz/corpus/result_upload/ plus mutations in make check;

@@ -106,9 +106,10 @@ static int bind_text(sqlite3_stmt *st, int i, const char *s)
 }
 
 /* Step a prepared query expected to give at most one (id, model) row:
- * the parsed model with "id" set, or NULL (ENOENT when no row). */
-static json_t *model_row(sqlite3 *conn, sqlite3_stmt *st,
-			 struct cm_error *err)
+ * the parsed model with "id" set, or NULL (ENOENT when no row, EBADMSG
+ * when the stored text is not JSON: *row_id names the row). */
+static json_t *model_row_id(sqlite3 *conn, sqlite3_stmt *st,
+			    int64_t *row_id, struct cm_error *err)
 {
 	int rc = sqlite3_step(st);
 	json_error_t je;
@@ -122,14 +123,29 @@ static json_t *model_row(sqlite3 *conn, sqlite3_stmt *st,
 		sql_error(conn, err, "read");
 		return NULL;
 	}
+	*row_id = sqlite3_column_int64(st, 0);
 	m = json_loads((const char *)sqlite3_column_text(st, 1), 0, &je);
-	if (!m || json_object_set_new(m, "id", json_integer(
-			sqlite3_column_int64(st, 0))) < 0) {
-		json_decref(m);
-		cm_errorf(err, EIO, "database: models: stored model %lld: %s",
-			  (long long)sqlite3_column_int64(st, 0), je.text);
+	if (!m) {
+		cm_errorf(err, EBADMSG, "stored model %lld is not JSON: %s",
+			  (long long)*row_id, je.text);
 		return NULL;
 	}
+	if (json_object_set_new(m, "id", json_integer(*row_id)) < 0) {
+		json_decref(m);
+		cm_errorf(err, ENOMEM, "model: out of memory");
+		return NULL;
+	}
+	return m;
+}
+
+static json_t *model_row(sqlite3 *conn, sqlite3_stmt *st,
+			 struct cm_error *err)
+{
+	int64_t id;
+	json_t *m = model_row_id(conn, st, &id, err);
+
+	if (!m && errno == EBADMSG)
+		errno = EIO;
 	return m;
 }
 
@@ -145,7 +161,7 @@ static void utc_now(char out[21])
 /* ---- model rows ---------------------------------------------------------- */
 
 static json_t *find_by_key(sqlite3 *conn, const json_t *key, int64_t uid,
-			   struct cm_error *err)
+			   int64_t *row_id, struct cm_error *err)
 {
 	sqlite3_stmt *st = prepare(conn, SQL_FIND_KEY, err);
 	json_t *m = NULL;
@@ -165,7 +181,7 @@ static json_t *find_by_key(sqlite3 *conn, const json_t *key, int64_t uid,
 	if (rc != SQLITE_OK)
 		sql_error(conn, err, "bind");
 	else
-		m = model_row(conn, st, err);
+		m = model_row_id(conn, st, row_id, err);
 	sqlite3_finalize(st);
 	return m;
 }
@@ -264,6 +280,8 @@ struct fold_group {
 	struct svc_model_acc *model;	/* merged so far (no jansson arrays) */
 	int64_t last_result;
 	int runs;		/* merged in this batch */
+	int64_t bad_id;		/* a stored model to quarantine, or 0 */
+	char bad_reason[200];
 };
 
 struct fold_batch {
@@ -302,13 +320,41 @@ static int batch_done(struct fold_batch *b, int64_t result_id)
 	return 0;
 }
 
+/* A stored model that cannot be read (not JSON, or not a model) is to
+ * be quarantined: the group starts a fresh model.  0, or -1 on a storage
+ * error or ENOMEM. */
+static int group_load(struct fold_group *g, sqlite3 *conn,
+		      const json_t *key, int64_t uid, struct cm_error *err)
+{
+	struct cm_error e = { "" };
+	int64_t row = 0;
+	json_t *stored = find_by_key(conn, key, uid, &row, &e);
+
+	if (!stored && errno != ENOENT && errno != EBADMSG)
+		return cm_errorf(err, errno, "%s", e.text);
+	if (stored) {
+		g->model = svc_model_acc_new(stored, &e);
+		json_decref(stored);
+		if (!g->model && errno == ENOMEM)
+			return cm_errorf(err, ENOMEM, "%s", e.text);
+		if (g->model)
+			g->model_id = row;
+	}
+	if (!g->model && row) {
+		g->bad_id = row;
+		snprintf(g->bad_reason, sizeof(g->bad_reason), "%s", e.text);
+	}
+	if (!g->model)
+		g->model = svc_model_acc_new(NULL, err);
+	return g->model ? 0 : -1;
+}
+
 /* The group of (uid, key), loading its model on first use. */
 static struct fold_group *batch_group(struct fold_batch *b, sqlite3 *conn,
 				      json_t *key, int64_t uid,
 				      struct cm_error *err)
 {
 	struct fold_group *g;
-	json_t *stored;
 	size_t i;
 
 	for (i = 0; i < b->ng; i++)
@@ -327,14 +373,7 @@ static struct fold_group *batch_group(struct fold_batch *b, sqlite3 *conn,
 	}
 	g = &b->g[b->ng];
 	memset(g, 0, sizeof(*g));
-	stored = find_by_key(conn, key, uid, err);
-	if (!stored && errno != ENOENT)
-		return NULL;
-	if (stored)
-		g->model_id = json_integer_value(json_object_get(stored, "id"));
-	g->model = svc_model_acc_new(stored, err);
-	json_decref(stored);
-	if (!g->model)
+	if (group_load(g, conn, key, uid, err) < 0)
 		return NULL;
 	g->key = json_incref(key);
 	g->uid = uid;
@@ -461,6 +500,10 @@ static int fold_store_txn(sqlite3 *conn, void *arg, struct cm_error *err)
 		json_t *doc;
 		int rc;
 
+		if (g->bad_id &&
+		    svc_models_quarantine(conn, g->bad_id, g->bad_reason,
+					  err) < 0)
+			return -1;
 		if (!g->runs)
 			continue;
 		/* The document is built once per model and batch. */
@@ -480,6 +523,9 @@ static void fold_report(const struct fold_batch *b)
 	int k;
 
 	for (i = 0; i < b->ng; i++) {
+		if (b->g[i].bad_id)
+			svc_log(SVC_LOG_ERROR, "model %lld quarantined (models_quarantine), its runs start a new model: %s",
+				(long long)b->g[i].bad_id, b->g[i].bad_reason);
 		for (k = 0; k < b->g[i].runs; k++)
 			svc_metrics_model(1);
 		if (b->g[i].runs)

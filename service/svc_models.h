@@ -99,6 +99,13 @@ struct svc_api;
 struct svc_api_request;
 struct svc_api_response;
 
+/* Move model row model_id into models_quarantine with reason, inside the
+ * caller's write transaction (svc_model_quarantine.c).  0, or -1 with
+ * errno and err. */
+struct sqlite3;
+int svc_models_quarantine(struct sqlite3 *conn, int64_t model_id,
+			  const char *reason, struct cm_error *err);
+
 /* Fold pending results (sql/0004_model_queue.sql: queued by a trigger in
  * each upload's transaction) into their models, oldest first: at most max
  * of them, only those of uid (-1: any) and exe_hash (NULL: any; used
@@ -108,7 +115,9 @@ struct svc_api_response;
  * and the folded results dequeued in one transaction (BEGIN IMMEDIATE
  * under the pool's write lock), so a run is folded exactly once whatever
  * happens.  A result that feeds no model or cannot be merged is dequeued,
- * logged and counted.  Folds are serialised (one folder at a time).
+ * logged and counted.  A stored model that cannot be read is quarantined
+ * (svc_models_quarantine) in the same transaction, with one log line
+ * naming it, and its runs start a fresh model.  Folds are serialised (one folder at a time).
  * Returns the number of results dequeued (0: none pending), -1 on a
  * storage error or ENOMEM (nothing changed, the results stay pending). */
 int svc_models_fold_pending(struct svc_db *db, int64_t uid,
