@@ -21,6 +21,7 @@ lib_libcommap_la_SOURCES = \
 	lib/map_baseline.c \
 	lib/map_validate.c \
 	lib/map_align.c \
-	lib/map_incremental.c
+	lib/map_incremental.c \
+	lib/commap/placement_check.h lib/placement_check.c
 lib_libcommap_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) $(JANSSON_CFLAGS)
 lib_libcommap_la_LIBADD = $(HWLOC_LIBS) $(JANSSON_LIBS) -lm

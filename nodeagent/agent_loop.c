@@ -45,6 +45,7 @@
 #include "commap/topology.h"
 #include "model_fetch.h"
 #include "pin.h"
+#include "placement.h"
 #include "proc_track.h"
 #include "remap_policy.h"
 #include "upload.h"
@@ -560,12 +561,92 @@ static void move_thread(struct agent *a, int i, int os)
 	a->res.stats.pins++;
 }
 
-static void record_mapping(struct agent *a, double cost, const char *why)
+/* Per thread: 1 while it runs (placement.h's alive). */
+static int *alive_flags(struct agent *a)
 {
 	int n = cm_tracker_nthreads(a->tr);
+	int *alive = malloc((size_t)(n ? n : 1) * sizeof(int));
 
-	cm_agent_result_add_mapping(&a->res, elapsed_s(a), a->cur_os, n, cost,
-				    why);
+	for (int i = 0; alive && i < n; i++)
+		alive[i] = cm_tracker_thread(a->tr, i)->alive;
+	return alive;
+}
+
+/* Record the step's placement: exited threads leave it at once (-1), and
+ * the live count goes with it, so that the placement invariant
+ * (commap/placement_check.h) can be checked from the result alone. */
+static struct cm_result_mapping *record_mapping(struct agent *a, double cost,
+						const char *why)
+{
+	int n = cm_tracker_nthreads(a->tr), live = 0;
+	int *os = malloc((size_t)(n ? n : 1) * sizeof(int));
+
+	if (!os)
+		return NULL;
+	for (int i = 0; i < n; i++) {
+		int alive = cm_tracker_thread(a->tr, i)->alive;
+
+		os[i] = alive ? a->cur_os[i] : -1;
+		live += alive;
+	}
+	if (cm_agent_result_add_mapping(&a->res, elapsed_s(a), os, n, cost,
+					why) < 0) {
+		free(os);
+		return NULL;
+	}
+	free(os);
+	a->res.timeline[a->res.ntimeline - 1].live = live;
+	return &a->res.timeline[a->res.ntimeline - 1];
+}
+
+/* PU index of every thread of the step (-1: not pinned, or exited). */
+static int *thread_pus(struct agent *a)
+{
+	int n = cm_tracker_nthreads(a->tr);
+	int *pu = malloc((size_t)(n ? n : 1) * sizeof(int));
+
+	for (int i = 0; pu && i < n; i++)
+		pu[i] = cm_tracker_thread(a->tr, i)->alive &&
+			a->cur_os[i] >= 0 ?
+			cm_topo_pu_by_os_index(a->topo, a->cur_os[i]) : -1;
+	return pu;
+}
+
+/* Move every thread to its target (PU indices; -1: leave it). */
+static int apply_target(struct agent *a, const int *target)
+{
+	int n = cm_tracker_nthreads(a->tr), moved = 0;
+
+	for (int i = 0; i < n; i++) {
+		int os = target[i] >= 0 ?
+			 cm_topo_pu_os_index(a->topo, target[i]) : -1;
+
+		if (os >= 0 && os != a->cur_os[i]) {
+			move_thread(a, i, os);
+			moved++;
+		}
+	}
+	return moved;
+}
+
+/* Pin the threads of `want` (PU indices, -1: no wish) within the
+ * placement invariant: those already placed stay unless the invariant
+ * needs them to move (cm_place_repair).  Returns the threads moved. */
+static int apply_within_invariant(struct agent *a, int *want)
+{
+	int *alive = alive_flags(a), *cur = thread_pus(a);
+	int n = cm_tracker_nthreads(a->tr), moved = -1;
+
+	if (alive && cur) {
+		for (int i = 0; i < n; i++)
+			if (want[i] < 0)
+				want[i] = cur[i];
+		if (cm_place_repair(a->topo, n, alive, cur, want) >= 0)
+			moved = apply_target(a, want);
+	}
+	free(alive);
+	free(cur);
+	return moved;
 }
 
 /* ---- static mode ---------------------------------------------------- */
@@ -599,101 +680,60 @@ static int static_prepare(struct agent *a, struct cm_error *err)
 	return 0;
 }
 
-/* Threads seen since the last call get their static PU. */
+/* Threads seen since the last call get their static PU.  A placement
+ * the agent computed from a matrix keeps to the placement invariant; an
+ * explicit one (a mapping file: PU per thread) is the user's and is
+ * applied as given (recorded as forced), the progress guard watching it
+ * as any other. */
 static void static_apply_new(struct agent *a)
 {
-	int n = cm_tracker_nthreads(a->tr), moved = 0;
+	int n = cm_tracker_nthreads(a->tr), moved = 0, want_any = 0;
+	int forced = a->st.os_pu != NULL;
+	int *want = malloc((size_t)(n ? n : 1) * sizeof(int));
+	struct cm_result_mapping *e;
 
-	for (int i = a->static_applied; i < n; i++) {
-		if (i >= a->nstatic)
-			break;
-		if (cm_topo_pu_by_os_index(a->topo, a->static_os[i]) < 0) {
+	if (!want)
+		return;
+	for (int i = 0; i < n; i++)
+		want[i] = -1;
+	for (int i = a->static_applied; i < n && i < a->nstatic; i++) {
+		want[i] = cm_topo_pu_by_os_index(a->topo, a->static_os[i]);
+		if (want[i] < 0)
 			agent_warn("static mapping: PU %d of thread %d is not "
 				   "in the step's CPUs; not pinned",
 				   a->static_os[i], i);
-			continue;
-		}
-		move_thread(a, i, a->static_os[i]);
-		moved++;
+		want_any |= want[i] >= 0;
 	}
 	a->static_applied = n;
-	if (moved)
-		record_mapping(a, -1, "static");
+	if (!want_any)
+		goto out;
+	if (forced)
+		moved = apply_target(a, want);
+	else
+		moved = apply_within_invariant(a, want);
+	if (moved > 0 && (e = record_mapping(a, -1, "static")))
+		e->forced = forced;
+out:
+	free(want);
 }
 
 /* ---- dynamic mapping ------------------------------------------------ */
 
-struct live_set {
-	int *idx;	/* compact -> tracker index */
-	int *pos;	/* tracker index -> compact, -1 */
-	int n;
-};
-
-static void live_set_free(struct live_set *s)
-{
-	free(s->idx);
-	free(s->pos);
-}
-
-/* The largest row sum of the live threads of the live matrix. */
-static double max_live_row(struct agent *a, int n, int nm)
-{
-	double mx = 0;
-
-	for (int i = 0; i < n && i < nm; i++)
-		if (cm_tracker_thread(a->tr, i)->alive &&
-		    cm_matrix_row_sum(a->live, i) > mx)
-			mx = cm_matrix_row_sum(a->live, i);
-	return mx;
-}
-
 /* Live threads that communicate enough to be worth mapping
  * (cm_remap_thread_has_evidence): only they are mapped; the others are
  * left where they are, pinned or where the scheduler puts them. */
-static int live_set_build(struct agent *a, struct live_set *s)
+static int live_set_build(struct agent *a, struct cm_place_set *s)
 {
-	int n = cm_tracker_nthreads(a->tr);
-	int nm = cm_matrix_nthreads(a->live);
-	double mx = max_live_row(a, n, nm);
+	int *alive = alive_flags(a);
+	int rc = alive ? cm_place_set_build(a->live, cm_tracker_nthreads(a->tr),
+					    alive, s) : -1;
 
-	s->n = 0;
-	s->idx = malloc((size_t)(n ? n : 1) * sizeof(int));
-	s->pos = malloc((size_t)(n ? n : 1) * sizeof(int));
-	if (!s->idx || !s->pos)
-		return -1;
-	for (int i = 0; i < n; i++) {
-		s->pos[i] = -1;
-		if (!cm_tracker_thread(a->tr, i)->alive || i >= nm ||
-		    !cm_remap_thread_has_evidence(
-				cm_matrix_row_sum(a->live, i), mx))
-			continue;
-		s->pos[i] = s->n;
-		s->idx[s->n++] = i;
-	}
-	return 0;
-}
-
-static struct cm_matrix *sub_matrix(const struct cm_matrix *m,
-				    const struct live_set *s)
-{
-	struct cm_matrix *sub = cm_matrix_new(s->n);
-
-	for (int k = 0; sub && k < s->n; k++) {
-		const struct cm_matrix_entry *row;
-		int cnt = cm_matrix_row(m, s->idx[k], &row);
-
-		for (int e = 0; e < cnt; e++) {
-			int j = s->pos[row[e].col];
-
-			if (j > k)
-				cm_matrix_add(sub, k, j, row[e].w);
-		}
-	}
-	return sub;
+	free(alive);
+	return rc;
 }
 
 /* Current PU indices of the set; 0 if every thread is placed. */
-static int current_pus(struct agent *a, const struct live_set *s, int *pu)
+static int current_pus(struct agent *a, const struct cm_place_set *s, int *pu)
 {
 	int unplaced = 0;
 
@@ -718,7 +758,7 @@ static const char *plan_name(enum cm_remap_plan_kind k)
 
 /* The set's placement before the last complete remap (PU indices), or
  * NULL when there is none. */
-static int *undo_placement(struct agent *a, const struct live_set *s)
+static int *undo_placement(struct agent *a, const struct cm_place_set *s)
 {
 	int *u;
 
@@ -734,7 +774,7 @@ static int *undo_placement(struct agent *a, const struct live_set *s)
 
 /* A complete remap is about to be applied: remember what it leaves, and
  * whether it is itself an undo. */
-static void note_full_remap(struct agent *a, const struct live_set *s,
+static void note_full_remap(struct agent *a, const struct cm_place_set *s,
 			    const int *undo, const int *pu)
 {
 	int n = cm_tracker_nthreads(a->tr);
@@ -786,17 +826,54 @@ static void correct_colocation(struct agent *a)
 	free(pu);
 }
 
+/* Nothing of the step pinned yet, and nothing to gain by pinning it
+ * (cm_place_worth_pinning): say why once, pin nothing. */
+static int nothing_to_gain(struct agent *a, const struct cm_place_set *s,
+			   const struct cm_matrix *sub, const int *target,
+			   const int *cur, const int *alive)
+{
+	int n = cm_tracker_nthreads(a->tr), live = 0;
+	int *spu = malloc((size_t)(s->n ? s->n : 1) * sizeof(int));
+	char why[256];
+	int worth;
+
+	for (int i = 0; i < n; i++) {
+		if (cur[i] >= 0) {
+			free(spu);
+			return 0;
+		}
+		live += alive[i] != 0;
+	}
+	for (int k = 0; spu && k < s->n; k++)
+		spu[k] = target[s->idx[k]];
+	worth = cm_place_worth_pinning(a->topo, live, sub, spu, a->o->gain,
+				       why, sizeof(why));
+	free(spu);
+	if (worth)
+		return 0;
+	if (strcmp(a->res.not_pinned, why) != 0) {
+		agent_info("not pinning: %s", why);
+		snprintf(a->res.not_pinned, sizeof(a->res.not_pinned), "%s",
+			 why);
+	}
+	return 1;
+}
+
 /* Decide what to move (remap_policy.h, cm_remap_plan): threads not placed
  * yet are placed around the placed ones, which move only when a complete
  * remap gains more than the threshold and the sampling noise, and not
- * back to where the last one took them from while the hold is on. */
+ * back to where the last one took them from while the hold is on; all
+ * within the placement invariant (placement.h), counting every live
+ * thread of the step. */
 static enum cm_remap_plan_kind remap(struct agent *a,
-				     const struct live_set *s,
+				     const struct cm_place_set *s,
 				     const struct cm_matrix *sub,
 				     const char *why)
 {
-	int *cur = malloc((size_t)(s->n ? s->n : 1) * sizeof(int));
-	int *pu = malloc((size_t)(s->n ? s->n : 1) * sizeof(int));
+	int n = cm_tracker_nthreads(a->tr), repaired = 0;
+	int *alive = alive_flags(a), *cur = thread_pus(a);
+	int *target = malloc((size_t)(n ? n : 1) * sizeof(int));
+	int *spu = malloc((size_t)(s->n ? s->n : 1) * sizeof(int));
 	struct cm_remap_plan plan = { .kind = CM_REMAP_KEEP };
 	struct cm_error err;
 	uint64_t t = now_ns();
@@ -804,12 +881,13 @@ static enum cm_remap_plan_kind remap(struct agent *a,
 	int hold = undo && !cm_remap_undo_allowed(ms_since(a->last_full_ns),
 						  a->undos);
 
-	if (!cur || !pu)
+	if (!alive || !cur || !target || !spu)
 		goto out;
-	current_pus(a, s, cur);
-	if (cm_remap_plan(a->topo, sub, s->n, cur, hold ? undo : NULL,
-			  a->o->gain, near_seen(a), pu, &plan, &err) < 0) {
+	if (cm_place_plan(a->topo, sub, s, n, alive, cur, hold ? undo : NULL,
+			  a->o->gain, near_seen(a), target, &plan, &repaired,
+			  &err) < 0) {
 		agent_warn("mapping failed: %s", err.text);
+		plan.kind = CM_REMAP_KEEP;
 		goto out;
 	}
 	a->mapping_ms += ms_since(t);
@@ -817,26 +895,34 @@ static enum cm_remap_plan_kind remap(struct agent *a,
 		agent_debug("candidate cost %.4g vs %.4g would undo the remap "
 			    "of %.1f s ago: held", plan.cost_full,
 			    plan.cost_base, ms_since(a->last_full_ns) / 1e3);
-	if (plan.kind == CM_REMAP_KEEP) {
+	if (plan.kind == CM_REMAP_KEEP && !repaired) {
 		agent_debug("candidate cost %.4g vs %.4g (noise %.3g): not "
 			    "worth a remap", plan.cost_full, plan.cost_base,
 			    plan.noise);
 		goto out;
 	}
-	if (plan.kind == CM_REMAP_FULL)
-		note_full_remap(a, s, undo, pu);
+	if (nothing_to_gain(a, s, sub, target, cur, alive)) {
+		plan.kind = CM_REMAP_KEEP;
+		goto out;
+	}
 	for (int k = 0; k < s->n; k++)
-		move_thread(a, s->idx[k], cm_topo_pu_os_index(a->topo, pu[k]));
-	record_mapping(a, plan.cost_new, why);
+		spu[k] = target[s->idx[k]];
+	if (plan.kind == CM_REMAP_FULL)
+		note_full_remap(a, s, undo, spu);
+	apply_target(a, target);
+	record_mapping(a, plan.cost_new, repaired && plan.kind ==
+		       CM_REMAP_KEEP ? "invariant" : why);
 	agent_info("mapping applied (%s, %s): %d threads, %d new, %d moved, "
-		   "cost %.4g (was %.4g, complete candidate %.4g, noise %.3g)",
-		   why, plan_name(plan.kind), s->n, plan.placed_new,
-		   plan.moved, plan.cost_new, plan.cost_cur, plan.cost_full,
-		   plan.noise);
+		   "%d moved by the invariant, cost %.4g (was %.4g, complete "
+		   "candidate %.4g, noise %.3g)", why, plan_name(plan.kind),
+		   s->n, plan.placed_new, plan.moved, repaired, plan.cost_new,
+		   plan.cost_cur, plan.cost_full, plan.noise);
 out:
 	free(undo);
+	free(alive);
 	free(cur);
-	free(pu);
+	free(target);
+	free(spu);
 	return plan.kind;
 }
 
@@ -1069,9 +1155,14 @@ static int model_done_grow(struct agent *a, int n)
 static void model_apply_new(struct agent *a)
 {
 	int n = cm_tracker_nthreads(a->tr), moved = 0, wait = -1;
+	int *want = malloc((size_t)(n ? n : 1) * sizeof(int));
 
-	if (model_done_grow(a, n) < 0)
+	if (!want || model_done_grow(a, n) < 0) {
+		free(want);
 		return;
+	}
+	for (int i = 0; i < n; i++)
+		want[i] = -1;
 	for (int i = a->model_applied; a->model_active && i < n; i++) {
 		const struct cm_tracked_thread *th =
 			cm_tracker_thread(a->tr, i);
@@ -1099,10 +1190,15 @@ static void model_apply_new(struct agent *a)
 		a->model_pending--;
 		if (!th->alive || a->cur_os[i] >= 0)
 			continue;
-		move_thread(a, i, a->model_os[k]);
-		moved++;
+		want[i] = cm_topo_pu_by_os_index(a->topo, a->model_os[k]);
+		moved += want[i] >= 0;
 	}
 	a->model_applied = wait >= 0 ? wait : n;
+	/* The learned PUs, within the placement invariant (threads the
+	 * model does not know may hold some of them). */
+	if (moved)
+		moved = apply_within_invariant(a, want) > 0;
+	free(want);
 	if (moved) {
 		record_mapping(a, a->model_cost, "learned");
 		a->model_pin_ns = now_ns();
@@ -1157,7 +1253,7 @@ static void model_hold_pins(struct agent *a)
  * disagrees: the run's detected matrix's own best mapping of the placed
  * communicating threads beats the current placement by more than 20%
  * in two consecutive intervals.  Then the run goes on as dynamic. */
-static int learned_disagrees(struct agent *a, const struct live_set *s,
+static int learned_disagrees(struct agent *a, const struct cm_place_set *s,
 			     const struct cm_matrix *sub)
 {
 	struct cm_map_options mo = { .algorithm = CM_MAP_AUTO, .seed = 1 };
@@ -1196,7 +1292,7 @@ static int learned_disagrees(struct agent *a, const struct live_set *s,
  * whole run's matrix so far (learned mode judges on everything seen, not
  * on the aged recent matrix: a few noisy intervals must not overturn a
  * model learned over whole runs). */
-static int placed_set_build(struct agent *a, struct live_set *s)
+static int placed_set_build(struct agent *a, struct cm_place_set *s)
 {
 	int n = cm_tracker_nthreads(a->tr);
 	int nm = cm_matrix_nthreads(a->total);
@@ -1273,17 +1369,17 @@ static void checkpoint(struct agent *a)
  * dynamic decision below (detection disagreed), else 0. */
 static int learned_interval(struct agent *a)
 {
-	struct live_set s = { 0 };
+	struct cm_place_set s = { 0 };
 	struct cm_matrix *sub = NULL;
 	int rc = 0;
 
 	if (placed_set_build(a, &s) == 0) {
-		sub = sub_matrix(a->total, &s);
+		sub = cm_place_sub_matrix(a->total, &s);
 		if (sub)
 			rc = learned_disagrees(a, &s, sub);
 	}
 	cm_matrix_free(sub);
-	live_set_free(&s);
+	cm_place_set_free(&s);
 	if (!rc)
 		age_live(a);
 	return rc;
@@ -1299,7 +1395,7 @@ static void interval_end(struct agent *a)
 				     .partner_threshold =
 					CM_REMAP_PARTNER_THRESHOLD };
 	struct cm_remap_decision d;
-	struct live_set s = { 0 };
+	struct cm_place_set s = { 0 };
 	struct cm_matrix *sub = NULL;
 
 	a->res.stats.intervals++;
@@ -1323,7 +1419,7 @@ static void interval_end(struct agent *a)
 	in.partners_changed = partners_compare(a, 1);
 	if (live_set_build(a, &s) < 0)
 		goto out;
-	sub = sub_matrix(a->live, &s);
+	sub = cm_place_sub_matrix(a->live, &s);
 	if (!sub)
 		goto out;
 	in.comm_total = cm_matrix_total(sub);
@@ -1347,7 +1443,7 @@ static void interval_end(struct agent *a)
 	age_live(a);
 out:
 	cm_matrix_free(sub);
-	live_set_free(&s);
+	cm_place_set_free(&s);
 }
 
 /* ---- detection ------------------------------------------------------ */

@@ -103,6 +103,9 @@ int cm_agent_result_add_mapping(struct cm_agent_result *r, double t,
 	e->t = t;
 	e->n = n;
 	e->cost = cost;
+	e->live = 0;
+	e->forced = 0;
+	e->note[0] = '\0';
 	snprintf(e->reason, sizeof(e->reason), "%s", reason ? reason : "");
 	r->ntimeline++;
 	return 0;
@@ -316,6 +319,14 @@ static json_t *timeline_json(const struct cm_agent_result *r)
 			bad |= json_object_set_new(o, "cost",
 						   json_real(e->cost));
 		bad |= json_object_set_new(o, "reason", json_string(e->reason));
+		if (e->live > 0)
+			bad |= json_object_set_new(o, "threads_live",
+						   json_integer(e->live));
+		if (e->forced)
+			bad |= json_object_set_new(o, "forced", json_true());
+		if (e->note[0])
+			bad |= json_object_set_new(o, "note",
+						   json_string(e->note));
 		if (bad || json_array_append_new(a, o) < 0) {
 			json_decref(o);
 			json_decref(a);
@@ -441,6 +452,9 @@ static json_t *document(const struct cm_agent_result *r,
 	bad |= json_object_set_new(o, "warnings", warnings_json(r));
 	if (r->model.state != CM_RESULT_MODEL_NONE)
 		bad |= json_object_set_new(o, "model", model_json(r));
+	if (r->not_pinned[0])
+		bad |= json_object_set_new(o, "not_pinned",
+					   json_string(r->not_pinned));
 	if (bad) {
 		json_decref(o);
 		return NULL;

@@ -35,6 +35,11 @@ struct cm_result_mapping {
 	int *os_pu;		/* OS PU of each thread, -1 not placed */
 	double cost;		/* predicted cost (commap/cost.h), < 0 none */
 	char reason[24];	/* "initial", "pattern", "static", ... */
+	int live;		/* live threads of the step; 0 unknown */
+	int forced;		/* an explicit user placement (static
+				 * mapping file): exempt from the
+				 * placement invariant */
+	char note[160];		/* "" or why (progress guard) */
 };
 
 struct cm_result_migration {
@@ -103,6 +108,7 @@ struct cm_agent_result {
 	int nwarnings;
 	struct cm_result_stats stats;
 	struct cm_result_model model;
+	char not_pinned[256];	/* "" or why nothing was pinned */
 	/* creation-to-first-pin latency of each thread, ms (stats.
 	 * pin_latency_ms: p50, p90, max, n) */
 	double *pin_latency_ms;

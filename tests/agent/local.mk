@@ -4,6 +4,8 @@
 AGENT_UNIT_TESTS = \
 	tests/agent/test_agent_opts.t \
 	tests/agent/test_remap_policy.t \
+	tests/agent/test_placement.t \
+	tests/agent/test_placement_property.t \
 	tests/agent/test_agent_result.t \
 	tests/agent/test_app_identity.t
 check_PROGRAMS += $(AGENT_UNIT_TESTS) tests/agent/pairs
@@ -16,6 +18,13 @@ tests_agent_test_agent_opts_t_LDADD = $(AGENT_UNIT_LDADD)
 tests_agent_test_remap_policy_t_SOURCES = tests/agent/test_remap_policy.c
 tests_agent_test_remap_policy_t_CFLAGS = $(AGENT_UNIT_CFLAGS)
 tests_agent_test_remap_policy_t_LDADD = $(AGENT_UNIT_LDADD)
+tests_agent_test_placement_t_SOURCES = tests/agent/test_placement.c
+tests_agent_test_placement_t_CFLAGS = $(AGENT_UNIT_CFLAGS)
+tests_agent_test_placement_t_LDADD = $(AGENT_UNIT_LDADD)
+tests_agent_test_placement_property_t_SOURCES = \
+	tests/agent/test_placement_property.c
+tests_agent_test_placement_property_t_CFLAGS = $(AGENT_UNIT_CFLAGS)
+tests_agent_test_placement_property_t_LDADD = $(AGENT_UNIT_LDADD)
 # The result is checked with the service's own validator (pure code).
 tests_agent_test_agent_result_t_SOURCES = tests/agent/test_agent_result.c \
 	service/result_validate.c
