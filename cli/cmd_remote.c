@@ -342,11 +342,32 @@ static char *jobs_query(const char *base_path, const struct remote_args *a)
 	return q;
 }
 
-static void print_job_row(const json_t *j)
+/* Does the listing hold jobs of more than one cluster (results with no
+ * cluster name count as one, "")?  Then a CLUSTER column tells apart two
+ * jobs of the same id. */
+static int many_clusters(const json_t *list)
+{
+	const char *first = NULL, *c;
+	size_t i;
+
+	for (i = 0; i < json_array_size(list); i++) {
+		c = str_or(json_array_get(list, i), "cluster", "");
+		if (!first)
+			first = c;
+		else if (strcmp(first, c))
+			return 1;
+	}
+	return 0;
+}
+
+static void print_job_row(const json_t *j, int clusters)
 {
 	const json_t *job = json_object_get(j, "job");
 	char id[32];
 
+	if (clusters)
+		printf("%-12s ", *str_or(j, "cluster", "") ?
+		       str_or(j, "cluster", "") : "-");
 	if (json_is_integer(job))
 		snprintf(id, sizeof(id), "%lld",
 			 (long long)json_integer_value(job));
@@ -425,6 +446,8 @@ static int run_list(const char *cmd, int argc, char *argv[], int jobs)
 		goto out;
 	}
 	list = json_object_get(j, jobs ? "jobs" : "apps");
+	if (jobs && many_clusters(list))
+		printf("%-12s ", "CLUSTER");
 	if (jobs)
 		printf("%-10s %-12s %-16s %-20s %7s %5s %5s %6s\n", "JOB",
 		       "USER", "APP", "STARTED", "THREADS", "STEPS", "NODES",
@@ -437,7 +460,7 @@ static int run_list(const char *cmd, int argc, char *argv[], int jobs)
 		const json_t *e = json_array_get(list, i);
 
 		if (jobs)
-			print_job_row(e);
+			print_job_row(e, many_clusters(list));
 		else
 			printf("%-16s %6lld %7lld %5lld %11lld %-20s %s\n",
 			       str_or(e, "app", "-"), int_or(e, "jobs", 0),

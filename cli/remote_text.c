@@ -152,13 +152,16 @@ static void print_identity(FILE *out, const json_t *doc)
 	const json_t *job = json_object_get(id, "job");
 	const json_t *argv = json_object_get(id, "argv");
 	size_t i;
+	const char *cluster = json_string_value(json_object_get(doc,
+								"cluster"));
 
 	if (json_is_integer(job))
-		fprintf(out, "job %lld step %lld on %s\n",
+		fprintf(out, "job %lld step %lld on %s%s%s%s\n",
 			(long long)json_integer_value(job),
 			(long long)json_integer_value(
 				json_object_get(id, "step")),
-			jstr(id, "node"));
+			jstr(id, "node"), cluster ? " (cluster " : "",
+			cluster ? cluster : "", cluster ? ")" : "");
 	else
 		fprintf(out, "run outside Slurm on %s\n", jstr(id, "node"));
 	fprintf(out, "  user         %s (uid %lld)\n", jstr(id, "user"),

@@ -344,6 +344,28 @@ nomem:
 	return cm_errorf(err, ENOMEM, "out of memory");
 }
 
+/* The job's clusters, when any has a name (results without one: "-"). */
+static void clusters_row(FILE *out, const json_t *clusters)
+{
+	const char *c;
+	size_t i, named = 0;
+
+	for (i = 0; i < json_array_size(clusters); i++) {
+		c = json_string_value(json_array_get(clusters, i));
+		named += c && *c;
+	}
+	if (!named)
+		return;
+	fputs("<tr><th>cluster</th><td>", out);
+	for (i = 0; i < json_array_size(clusters); i++) {
+		c = json_string_value(json_array_get(clusters, i));
+		if (i)
+			fputs(", ", out);
+		esc(out, c && *c ? c : "-");
+	}
+	fputs("</td></tr>\n", out);
+}
+
 static void job_summary(FILE *out, const json_t *job,
 			const struct cm_render_opts *o)
 {
@@ -354,6 +376,7 @@ static void job_summary(FILE *out, const json_t *job,
 
 	fputs("<table class=\"summary\">\n", out);
 	kv_json(out, "job", json_object_get(job, "job"));
+	clusters_row(out, json_object_get(job, "clusters"));
 	kv(out, "user", jstr(job, "user"));
 	kv(out, "executable", exe);
 	if (exe) {
@@ -446,15 +469,54 @@ int cm_render_job_html(FILE *out, const json_t *doc,
 
 /* ---- lists ------------------------------------------------------------- */
 
+/* More than one cluster in a list ("" for results without a name): then
+ * a cluster column tells apart two jobs of the same id. */
+static int many_clusters(const json_t *arr)
+{
+	const char *first = NULL, *c;
+	size_t i;
+
+	for (i = 0; i < json_array_size(arr); i++) {
+		c = jstr(json_array_get(arr, i), "cluster");
+		c = c ? c : "";
+		if (!first)
+			first = c;
+		else if (strcmp(first, c))
+			return 1;
+	}
+	return 0;
+}
+
+static void job_link(FILE *out, const json_t *j, int clusters,
+		     const struct cm_render_opts *o)
+{
+	long long job = (long long)json_integer_value(json_object_get(j,
+								      "job"));
+	const char *c = jstr(j, "cluster");
+
+	fputs("<a href=\"", out);
+	base(out, o);
+	fprintf(out, "jobs/%lld", job);
+	if (clusters && c) {
+		fputs("?cluster=", out);
+		esc(out, c);	/* [A-Za-z0-9._-]: nothing to encode */
+	}
+	fprintf(out, "\">%lld</a>", job);
+}
+
 static void jobs_table(FILE *out, const json_t *arr,
 		       const struct cm_render_opts *o)
 {
 	static const char *const nums[] = {
 		"steps", "nodes", "ranks", "threads", "migrations",
 	};
+	int clusters = many_clusters(arr);
 	size_t i, k;
 
-	fputs("<table class=\"jobs\"><tr><th>job</th><th>user</th>"
+	fputs("<table class=\"jobs\"><tr>", out);
+	if (clusters)
+		fputs("<th>cluster</th>", out);
+	fputs("<th>job</th><th>user</th>"
 	      "<th>application</th><th>started</th><th>ended</th>"
 	      "<th>steps</th><th>nodes</th><th>ranks</th><th>threads</th>"
 	      "<th>migrations</th></tr>\n", out);
@@ -463,13 +525,15 @@ static void jobs_table(FILE *out, const json_t *arr,
 		const json_t *job = json_object_get(j, "job");
 		const json_t *ids = json_object_get(j, "result_ids");
 
-		fputs("<tr><td>", out);
+		fputs("<tr>", out);
+		if (clusters) {
+			fputs("<td>", out);
+			esc(out, jstr(j, "cluster") ? jstr(j, "cluster") : "");
+			fputs("</td>", out);
+		}
+		fputs("<td>", out);
 		if (json_is_integer(job)) {
-			fputs("<a href=\"", out);
-			base(out, o);
-			fprintf(out, "jobs/%lld\">%lld</a>",
-				(long long)json_integer_value(job),
-				(long long)json_integer_value(job));
+			job_link(out, j, clusters, o);
 		} else if (json_is_integer(json_array_get(ids, 0))) {
 			long long id = json_integer_value(json_array_get(ids,
 									 0));

@@ -5,7 +5,8 @@
 # validator are pure and unit-tested (and fuzzed) always.
 SERVICE_SQL = sql/0001_init.sql sql/0002_models.sql sql/0003_jobs_index.sql \
 	sql/0004_model_queue.sql sql/0005_upload_indexes.sql \
-	sql/0006_migrations_are_moves.sql sql/0007_model_quarantine.sql
+	sql/0006_migrations_are_moves.sql sql/0007_model_quarantine.sql \
+	sql/0008_cluster.sql
 EXTRA_DIST += $(SERVICE_SQL) service/embed-sql.sh docs/service.md
 SERVICE_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) -I$(top_srcdir)/service \
 	-I$(top_builddir)/service
@@ -88,6 +89,7 @@ SERVICE_INTEGRATION_TESTS = \
 	tests/service/t0660-models.sh \
 	tests/service/t0670-retention.sh \
 	tests/service/t0680-hostile-clients.sh \
+	tests/service/t0685-reused-job-ids.sh \
 	tests/service/t0690-model-quarantine.sh
 TESTS += $(SERVICE_INTEGRATION_TESTS)
 
@@ -107,6 +109,7 @@ EXTRA_DIST += tests/service/t0600-service-api.sh \
 	tests/service/web-check.py tests/bench/service/run-service.sh \
 	tests/service/t0660-models.sh tests/service/t0670-retention.sh \
 	tests/service/t0680-hostile-clients.sh tests/service/conn-flood.py \
+	tests/service/t0685-reused-job-ids.sh \
 	tests/service/t0690-model-quarantine.sh
 
 # Fuzz target for the upload parser (tests/fuzz/standalone_driver.c runs it

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commap/placement_check.h"
 #include "result_validate.h"
 
 #define PATH_LEN 96
@@ -1218,6 +1219,30 @@ static int validate_header(const struct jv *doc, struct cm_error *err)
 	return 0;
 }
 
+/* "cluster" (optional): Slurm's ClusterName, part of a result's key
+ * (docs/result-format.md); shown in listings, so short and plain. */
+static int validate_cluster(const struct jv *doc,
+			    struct svc_result_ident *id, struct cm_error *err)
+{
+	const char *s;
+	size_t i;
+
+	if (field_opt_string(doc, FP("", "cluster"), 64, &s, err) < 0)
+		return -1;
+	id->cluster = s ? s : "";
+	for (i = 0; s && s[i]; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || strchr("._-", s[i])))
+			return cm_errorf(err, EINVAL,
+					 "cluster: character %zu is not one of A-Z a-z 0-9 . _ -",
+					 i + 1);
+	if (s && !*s)
+		return cm_errorf(err, EINVAL,
+				 "cluster: empty (leave it out instead)");
+	return 0;
+}
+
 static int validate(const struct jv *doc, struct svc_result_ident *id,
 		    struct cm_error *err)
 {
@@ -1226,6 +1251,7 @@ static int validate(const struct jv *doc, struct svc_result_ident *id,
 	memset(&tmp, 0, sizeof(tmp));
 	if (validate_header(doc, err) < 0 ||
 	    validate_identity(doc, &tmp, err) < 0 ||
+	    validate_cluster(doc, &tmp, err) < 0 ||
 	    validate_mode(doc, &tmp, err) < 0 ||
 	    field_opt_string(doc, FP("", "backend"), 32, &tmp.backend,
 			     err) < 0 ||
@@ -1276,7 +1302,8 @@ int svc_result_check(const void *body, size_t len, size_t max_len,
 	pr = parse_text(body, len, 0, err);
 	if (!pr)
 		return -1;
-	if (validate(pr->root, id, err) < 0) {
+	if (validate(pr->root, id, err) < 0 ||
+	    cm_placement_check_result(body, len, err) < 0) {
 		svc_result_parsed_free(pr);
 		errno = EINVAL;
 		return -1;
@@ -1290,6 +1317,9 @@ static void ident_from_tree(const json_t *doc, struct svc_result_ident *id)
 {
 	const json_t *o = json_object_get(doc, "identity");
 
+	id->cluster = json_string_value(json_object_get(doc, "cluster"));
+	if (!id->cluster)
+		id->cluster = "";
 	id->node = json_string_value(json_object_get(o, "node"));
 	id->user = json_string_value(json_object_get(o, "user"));
 	id->executable = json_string_value(json_object_get(o, "executable"));

@@ -31,6 +31,7 @@
 struct svc_result_ident {
 	int64_t job;		/* -1: null (outside Slurm) */
 	int64_t step;		/* -1: null */
+	const char *cluster;	/* Slurm's ClusterName; "" when absent */
 	const char *node;
 	const char *user;
 	uint32_t uid;

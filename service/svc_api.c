@@ -273,6 +273,14 @@ static void list_apps(const struct svc_api *api,
 		respond_json(rs, 200, out);
 }
 
+int svc_api_cluster_valid(const char *s)
+{
+	size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			  "0123456789._-");
+
+	return s[n] == '\0' && n <= 64;
+}
+
 int svc_api_parse_id(const char *s, long long max, int64_t *out)
 {
 	char *end;
@@ -292,8 +300,9 @@ static void get_job(const struct svc_api *api,
 		    const struct svc_api_request *rq, const char *arg,
 		    struct svc_api_response *rs)
 {
-	static const char *const known[] = { "documents", NULL };
+	static const char *const known[] = { "documents", "cluster", NULL };
 	const char *docs = svc_api_query_get(rq, "documents");
+	const char *cluster = svc_api_query_get(rq, "cluster");
 	struct cm_error e = { "" };
 	struct svc_db *db;
 	int64_t job;
@@ -310,8 +319,13 @@ static void get_job(const struct svc_api *api,
 		svc_api_error(rs, 400, "documents: expected 0 or 1");
 		return;
 	}
+	if (cluster && !svc_api_cluster_valid(cluster)) {
+		svc_api_error(rs, 400,
+			      "cluster: expected up to 64 of A-Z a-z 0-9 . _ -");
+		return;
+	}
 	db = svc_db_pool_get(api->pool);
-	out = svc_db_job(db, job, owner_of(rq->caller),
+	out = svc_db_job(db, job, cluster, owner_of(rq->caller),
 			 !docs || strcmp(docs, "1") == 0, &status, &e);
 	svc_db_pool_put(api->pool, db);
 	if (status == 404)

@@ -66,6 +66,9 @@ int svc_api_query_check(const struct svc_api_request *rq,
  * 2^62. */
 int svc_api_parse_id(const char *s, long long max, int64_t *out);
 
+/* 1 if s may name a cluster in a query ("" for results without one). */
+int svc_api_cluster_valid(const char *s);
+
 /* Fill rs with {"error": text} and status. */
 void svc_api_error(struct svc_api_response *rs, unsigned status,
 		   const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -33,22 +33,25 @@ static const char SQL_BEGIN[] = "BEGIN IMMEDIATE";
 static const char SQL_COMMIT[] = "COMMIT";
 static const char SQL_ROLLBACK[] = "ROLLBACK";
 
+/* The same run of a step on a node (sql/0008_cluster.sql): a reused job
+ * id is another owner or another start time. */
 static const char SQL_FIND_STEP[] =
 	"SELECT id, document FROM results"
-	" WHERE job = ?1 AND step = ?2 AND node = ?3";
+	" WHERE job = ?1 AND step = ?2 AND node = ?3 AND cluster = ?4"
+	" AND uid = ?5 AND started_at = ?6";
 static const char SQL_FIND_UPLOAD[] =
 	"SELECT id, document FROM results WHERE upload_id = ?1";
 static const char SQL_INSERT[] =
 	"INSERT INTO results (upload_id, job, step, node, uid, user,"
 	" executable, app, exe_hash, mode, backend, started_at, ended_at,"
 	" ranks, threads, edges, migrations, final_cost, uploader_uid,"
-	" received_at, document)"
+	" received_at, document, cluster)"
 	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,"
 	" ?14, ?15, ?16, ?17, ?18, ?19,"
-	" strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?20)";
+	" strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?20, ?21)";
 
-/* Jobs: a Slurm job groups its steps and nodes; a result outside Slurm
- * (job NULL) is a job of its own.  Filters apply to results; a job is
+/* Jobs: a Slurm job groups its steps and nodes on one cluster; a result
+ * outside Slurm (job NULL) is a job of its own.  Filters apply to results; a job is
  * listed at its first-started visible result, newest first.  "firsts"
  * walks the results by started_at (an index) and keeps those with no
  * earlier visible result of the same job (one probe of
@@ -61,13 +64,16 @@ static const char SQL_INSERT[] =
 	" AND (?5 IS NULL OR " r ".started_at < ?5)"
 static const char SQL_LIST_JOBS[] =
 	"WITH firsts AS ("
-	" SELECT r.id AS id, r.job AS job, r.started_at AS started_at"
+	" SELECT r.id AS id, r.job AS job, r.cluster AS cluster,"
+	" r.started_at AS started_at"
 	" FROM results r WHERE" VISIBLE("r")
 	" AND (r.job IS NULL OR NOT EXISTS (SELECT 1 FROM results p"
-	"  WHERE p.job = r.job AND (p.started_at, p.id) < (r.started_at, r.id)"
+	"  WHERE p.job = r.job AND p.cluster = r.cluster"
+	"  AND (p.started_at, p.id) < (r.started_at, r.id)"
 	"  AND" VISIBLE("p") "))"
 	" ORDER BY r.started_at DESC, r.id DESC LIMIT ?6)"
-	" SELECT r.job AS job, r.user AS user, r.uid AS uid,"
+	" SELECT r.job AS job, r.cluster AS cluster, r.user AS user,"
+	" r.uid AS uid,"
 	" r.executable AS executable, r.app AS app,"
 	" MIN(r.started_at) AS started_at, MAX(r.ended_at) AS ended_at,"
 	" COUNT(*) AS results, COUNT(DISTINCT r.step) AS steps,"
@@ -75,7 +81,8 @@ static const char SQL_LIST_JOBS[] =
 	" SUM(r.threads) AS threads, SUM(r.migrations) AS migrations,"
 	" group_concat(r.id) AS result_ids"
 	" FROM firsts f JOIN results r"
-	" ON r.id = f.id OR (f.job IS NOT NULL AND r.job = f.job)"
+	" ON r.id = f.id OR (f.job IS NOT NULL AND r.job = f.job"
+	" AND r.cluster = f.cluster)"
 	" WHERE" VISIBLE("r")
 	" GROUP BY f.id ORDER BY f.started_at DESC, f.id DESC";
 #undef VISIBLE
@@ -86,13 +93,17 @@ static const char SQL_LIST_APPS[] =
 	" MAX(threads) AS max_threads"
 	" FROM results WHERE (?1 IS NULL OR uid = ?1)"
 	" GROUP BY executable ORDER BY MAX(started_at) DESC LIMIT ?2";
+/* ?2: one cluster's results of the job, or NULL for every cluster's. */
 static const char SQL_JOB[] =
-	"SELECT id, job, step, node, uid, user, executable, app, exe_hash,"
+	"SELECT id, job, cluster, step, node, uid, user, executable, app,"
+	" exe_hash,"
 	" mode, backend, started_at, ended_at, ranks, threads, edges,"
 	" migrations, final_cost, received_at, document"
-	" FROM results WHERE job = ?1 ORDER BY step, node";
+	" FROM results WHERE job = ?1 AND (?2 IS NULL OR cluster = ?2)"
+	" ORDER BY cluster, step, node, started_at";
 static const char SQL_RESULT[] =
-	"SELECT id, job, step, node, uid, user, executable, app, exe_hash,"
+	"SELECT id, job, cluster, step, node, uid, user, executable, app,"
+	" exe_hash,"
 	" mode, backend, started_at, ended_at, ranks, threads, edges,"
 	" migrations, final_cost, received_at, document"
 	" FROM results WHERE id = ?1";
@@ -397,6 +408,12 @@ static int find_existing(struct svc_db *db, sqlite3_stmt *st,
 	return found;
 }
 
+/* Results without a "cluster" (and idents filled by older callers). */
+static const char *cluster_of(const struct svc_result_ident *id)
+{
+	return id->cluster ? id->cluster : "";
+}
+
 static int bind_insert(sqlite3_stmt *st, const struct svc_result_ident *id,
 		       const char *upload_id, uint32_t uploader,
 		       const char *document, size_t len)
@@ -427,6 +444,7 @@ static int bind_insert(sqlite3_stmt *st, const struct svc_result_ident *id,
 	rc |= sqlite3_bind_int64(st, 19, uploader);
 	rc |= sqlite3_bind_text64(st, 20, document, len, SQLITE_STATIC,
 				  SQLITE_UTF8);
+	rc |= sqlite3_bind_text(st, 21, cluster_of(id), -1, SQLITE_STATIC);
 	return rc == SQLITE_OK ? 0 : -1;
 }
 
@@ -444,7 +462,12 @@ static int store_in_txn(struct svc_db *db, const struct svc_result_ident *id,
 		if (sqlite3_bind_int64(st, 1, id->job) != SQLITE_OK ||
 		    sqlite3_bind_int64(st, 2, id->step) != SQLITE_OK ||
 		    sqlite3_bind_text(st, 3, id->node, -1, SQLITE_STATIC) !=
-		    SQLITE_OK)
+		    SQLITE_OK ||
+		    sqlite3_bind_text(st, 4, cluster_of(id), -1,
+				      SQLITE_STATIC) != SQLITE_OK ||
+		    sqlite3_bind_int64(st, 5, id->uid) != SQLITE_OK ||
+		    sqlite3_bind_text(st, 6, id->started_at, -1,
+				      SQLITE_STATIC) != SQLITE_OK)
 			goto bind_fail;
 		found = find_existing(db, st, document, len, row_id, outcome,
 				      err);
@@ -676,6 +699,20 @@ static void add_unique(json_t *set, json_t *v)
 	json_array_append(set, v);
 }
 
+/* The distinct clusters of a job's visible results, in order: more than
+ * one when two clusters (or a cluster and results without a name) used
+ * the same job id. */
+static json_t *clusters_of(const json_t *rows)
+{
+	json_t *set = json_array();
+	size_t i;
+
+	for (i = 0; set && i < json_array_size(rows); i++)
+		add_unique(set, json_object_get(json_array_get(rows, i),
+						"cluster"));
+	return set;
+}
+
 /* Totals over a job's visible results, for reports. */
 static json_t *job_summary(const json_t *rows)
 {
@@ -710,14 +747,16 @@ static json_t *job_summary(const json_t *rows)
 			 "started_at", start, "ended_at", end);
 }
 
-json_t *svc_db_job(struct svc_db *db, int64_t job, int64_t owner_uid,
-		   int with_documents, int *status, struct cm_error *err)
+json_t *svc_db_job(struct svc_db *db, int64_t job, const char *cluster,
+		   int64_t owner_uid, int with_documents, int *status,
+		   struct cm_error *err)
 {
 	sqlite3_stmt *st = db->st[ST_JOB];
 	json_t *rows, *first;
 
 	*status = 500;
-	if (sqlite3_bind_int64(st, 1, job) != SQLITE_OK) {
+	if (sqlite3_bind_int64(st, 1, job) != SQLITE_OK ||
+	    bind_text_or_null(st, 2, cluster) != SQLITE_OK) {
 		db_error(db, err, "bind");
 		sqlite3_reset(st);
 		return NULL;
@@ -731,8 +770,8 @@ json_t *svc_db_job(struct svc_db *db, int64_t job, int64_t owner_uid,
 		return NULL;
 	}
 	first = json_array_get(rows, 0);
-	return json_pack("{s:I, s:O, s:O, s:O, s:o, s:o}", "job",
-			 (json_int_t)job,
+	return json_pack("{s:I, s:o, s:O, s:O, s:O, s:o, s:o}", "job",
+			 (json_int_t)job, "clusters", clusters_of(rows),
 			 "user", json_object_get(first, "user"),
 			 "uid", json_object_get(first, "uid"),
 			 "executable", json_object_get(first, "executable"),

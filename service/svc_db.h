@@ -48,8 +48,11 @@ enum svc_store_outcome {
 
 /* Store a validated result (document: its JSON text, len bytes, kept as
  * it is) in one committed transaction; *row_id is the new or existing row.
- * An existing row of the same identity is a duplicate when its document
- * is the same in canonical form (svc_result_same), else a conflict. */
+ * A result's identity is its upload id, or its cluster, job, step, node,
+ * owner and start time (a reused job id is another run, stored beside the
+ * first).  An existing row of the same identity is a duplicate when its
+ * document is the same in canonical form (svc_result_same), else a
+ * conflict. */
 int svc_db_store_text(struct svc_db *db, const struct svc_result_ident *id,
 		      const char *upload_id, uint32_t uploader_uid,
 		      const char *document, size_t len, int64_t *row_id,
@@ -80,9 +83,12 @@ json_t *svc_db_list_apps(struct svc_db *db, int64_t owner_uid, int limit,
 			 struct cm_error *err);
 
 /* A job's results and summary; *status is 200, 403 (no result of the job
- * is the owner's) or 404 (unknown job, NULL returned). */
-json_t *svc_db_job(struct svc_db *db, int64_t job, int64_t owner_uid,
-		   int with_documents, int *status, struct cm_error *err);
+ * is the owner's) or 404 (unknown job, NULL returned).  cluster: only
+ * that cluster's results ("" those without one), NULL every cluster's;
+ * "clusters" lists the distinct ones shown. */
+json_t *svc_db_job(struct svc_db *db, int64_t job, const char *cluster,
+		   int64_t owner_uid, int with_documents, int *status,
+		   struct cm_error *err);
 
 /* One stored result with its document; *status 200, 403 or 404. */
 json_t *svc_db_result(struct svc_db *db, int64_t id, int64_t owner_uid,

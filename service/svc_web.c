@@ -190,6 +190,7 @@ static json_t *load_job(const struct svc_api *api,
 {
 	const struct svc_caller *c = rq->caller;
 	int64_t owner = c->is_admin ? -1 : (int64_t)c->uid, id;
+	const char *cluster;
 	struct cm_error e = { "" };
 	struct svc_db *db;
 	json_t *out;
@@ -202,8 +203,13 @@ static json_t *load_job(const struct svc_api *api,
 			      is_job ? "job" : "result");
 		return NULL;
 	}
+	cluster = svc_api_query_get(rq, "cluster");
+	if (cluster && !svc_api_cluster_valid(cluster)) {
+		svc_web_error(rs, 400, "cluster: expected up to 64 of A-Z a-z 0-9 . _ -");
+		return NULL;
+	}
 	db = svc_db_pool_get(api->pool);
-	out = is_job ? svc_db_job(db, id, owner, 1, &status, &e) :
+	out = is_job ? svc_db_job(db, id, cluster, owner, 1, &status, &e) :
 		       svc_db_result(db, id, owner, &status, &e);
 	svc_db_pool_put(api->pool, db);
 	if (status == 404 || status == 403) {

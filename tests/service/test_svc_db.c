@@ -365,7 +365,7 @@ static void test_queries(struct svc_db *db)
 	is_int(count_jobs(db, -1, NULL, NULL, "2029-02-01T00:00:00Z"), 3,
 	       "since filter");
 
-	o = svc_db_job(db, 42, 1000, 1, &status, NULL);
+	o = svc_db_job(db, 42, NULL, 1000, 1, &status, NULL);
 	is_int(status, 200, "alice reads job 42");
 	is_int(json_array_size(json_object_get(o, "results")), 2,
 	       "  two results (steps 0 and 1)");
@@ -374,9 +374,9 @@ static void test_queries(struct svc_db *db)
 	ok(json_is_object(json_object_get(json_array_get(json_object_get(o,
 		"results"), 0), "document")), "  with the documents");
 	json_decref(o);
-	o = svc_db_job(db, 42, 1001, 1, &status, NULL);
+	o = svc_db_job(db, 42, NULL, 1001, 1, &status, NULL);
 	ok(!o && status == 403, "bob may not read job 42 (403)");
-	o = svc_db_job(db, 77, -1, 1, &status, NULL);
+	o = svc_db_job(db, 77, NULL, -1, 1, &status, NULL);
 	ok(!o && status == 404, "job 77 does not exist (404)");
 	o = svc_db_result(db, 1, -1, &status, NULL);
 	ok(o && status == 200 &&
