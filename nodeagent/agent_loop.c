@@ -1774,8 +1774,17 @@ static void fill_stats(struct agent *a)
 
 		cm_collect_stats(a->col, &cs);
 		s->samples = cs.samples;
-		s->lost = cs.lost + cs.fault_lost;
+		s->lost = cs.lost + cs.fault_lost + cs.cma.lost;
 		s->decoded = cs.backend == CM_COLLECT_HW ? cs.ours : cs.decoded;
+		if (cs.cma_on)
+			agent_info("message passing (CMA): %llu transfers, %llu "
+				   "bytes between our threads; dropped: %llu "
+				   "lost, %llu unpaired, %llu no slot",
+				   (unsigned long long)cs.cma_attrib.transfers,
+				   (unsigned long long)cs.cma_attrib.bytes,
+				   (unsigned long long)cs.cma.lost,
+				   (unsigned long long)cs.cma.pair.unpaired,
+				   (unsigned long long)cs.cma.pair.no_slot);
 		s->faults = cs.fault_hinting;
 		s->sample_period_us = (unsigned)(cs.period / 1000u);
 		for (int k = 0; k < cs.nperiods && k < 8; k++) {

@@ -14,10 +14,14 @@
  * SERIALIZED) that is the same thread.
  *
  * Scale: one matrix unit per bytes_per_unit bytes copied (default
- * CM_CMA_BYTES_PER_UNIT, 4 MiB: about what a core copies during one
- * default sampling period of 1 ms, so that a thread copying through a
- * shared buffer, seen by the sampler, and a thread copying by CMA weigh
- * about the same).
+ * CM_CMA_BYTES_PER_UNIT, 64 KiB).  A sampled sharing event stands for CPU
+ * time spent touching shared blocks, not for a volume: an MPI progress
+ * engine polling a shared FIFO while it waits gives as many events as a
+ * thread copying data.  Counted bytes are the better measure of message
+ * traffic, so the unit is small enough that a transfer rate of a few MB/s
+ * outweighs that polling (docs/detection.md, "Message passing", has the
+ * measurements); within a rank, sampled sharing between its own threads
+ * keeps its usual weight.
  *
  * Memory: per tracker thread and process, grown with the tracker (which
  * bounds them); nothing per transfer.  Not thread-safe.
@@ -31,7 +35,7 @@
 #include "commap/matrix.h"
 #include "proc_track.h"
 
-#define CM_CMA_BYTES_PER_UNIT (4.0 * 1024 * 1024)
+#define CM_CMA_BYTES_PER_UNIT 65536.0
 #define CM_CMA_DECAY_NS 1000000000ull
 
 struct cm_cma_attrib_stats {

@@ -145,7 +145,8 @@ int cm_proc_read_env(const char *proc_root, pid_t pid, const char *key,
 }
 
 /* Rank an MPI launcher gave the process, or -1.  *mpi is set when it
- * comes from an MPI variable (PMIX_RANK, OMPI_COMM_WORLD_RANK) rather
+ * comes from an MPI variable (PMIX_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK:
+ * MPICH's hydra) rather
  * than Slurm's SLURM_PROCID, which a process forked by mpirun inside a
  * batch step inherits from mpirun (0) until its exec replaces it.
  * *empty is set when the environment is empty or unreadable. */
@@ -153,7 +154,8 @@ static int read_env_rank_src(const char *proc_root, pid_t pid, int *mpi,
 			     int *empty)
 {
 	static const char *const keys[] = {
-		"PMIX_RANK=", "OMPI_COMM_WORLD_RANK=", "SLURM_PROCID=",
+		"PMIX_RANK=", "OMPI_COMM_WORLD_RANK=", "PMI_RANK=",
+		"SLURM_PROCID=",
 	};
 	size_t len;
 	char *buf = read_environ(proc_root, pid, &len);
@@ -163,7 +165,7 @@ static int read_env_rank_src(const char *proc_root, pid_t pid, int *mpi,
 	*empty = !buf || len == 0;
 	if (!buf)
 		return -1;
-	for (size_t k = 0; k < 3 && rank < 0; k++) {
+	for (size_t k = 0; k < 4 && rank < 0; k++) {
 		const char *v = env_value(buf, len, keys[k]);
 		char *end;
 		long r;
@@ -173,7 +175,7 @@ static int read_env_rank_src(const char *proc_root, pid_t pid, int *mpi,
 		r = strtol(v, &end, 10);
 		if (*end == '\0' && end != v && r >= 0 && r <= INT_MAX) {
 			rank = (int)r;
-			*mpi = k < 2;
+			*mpi = k < 3;
 		}
 	}
 	free(buf);

@@ -89,3 +89,10 @@ if HAVE_CAPSTONE
 TESTS += tests/agent/t0740-stability.sh
 endif
 EXTRA_DIST += tests/agent/t0740-stability.sh
+
+# Message passing between MPI ranks (CMA transfers) against ground truth
+# from Open MPI's pml monitoring and tests/workloads/libwlpmpi.so.
+if HAVE_CAPSTONE
+TESTS += tests/agent/t0760-mpi-messages.sh
+endif
+EXTRA_DIST += tests/agent/t0760-mpi-messages.sh

@@ -20,9 +20,23 @@ tests_workloads_wl_mpi_LDFLAGS = -fopenmp \
 	$$($(WL_MPICC) --showme:link 2>/dev/null)
 tests_workloads_wl_mpi_LDADD = -lm
 
+# Message passing between ranks (wl_mpi_msg.c), and a PMPI library that
+# counts the bytes of point-to-point calls (ground truth, wl_pmpi.c).
+check_PROGRAMS += tests/workloads/wl-mpi-msg
+tests_workloads_wl_mpi_msg_SOURCES = tests/workloads/wl_mpi_msg.c
+tests_workloads_wl_mpi_msg_CFLAGS = $(tests_workloads_wl_mpi_CFLAGS)
+tests_workloads_wl_mpi_msg_LDFLAGS = $(tests_workloads_wl_mpi_LDFLAGS)
+check_LTLIBRARIES = tests/workloads/libwlpmpi.la
+tests_workloads_libwlpmpi_la_SOURCES = tests/workloads/wl_pmpi.c
+tests_workloads_libwlpmpi_la_CFLAGS = -std=gnu11 $(WARN_CFLAGS) \
+	$$($(WL_MPICC) --showme:compile 2>/dev/null || echo -DWL_NO_MPI)
+tests_workloads_libwlpmpi_la_LDFLAGS = -module -avoid-version \
+	-rpath /nowhere $$($(WL_MPICC) --showme:link 2>/dev/null)
+
 WORKLOAD_TESTS = tests/workloads/t0730-accuracy.sh
 TESTS += $(WORKLOAD_TESTS)
 EXTRA_DIST += $(WORKLOAD_TESTS) tests/workloads/compare-matrix \
+	tests/workloads/rank-matrix \
 	tests/workloads/README.md
 
 include tests/bench/detect/local.mk

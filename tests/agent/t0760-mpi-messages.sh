@@ -1,0 +1,135 @@
+#!/bin/bash
+# t0760-mpi-messages: MPI ranks that talk by message passing.  Open MPI
+# (vader) and MPICH (ch4:ucx) copy messages above a few KiB between the
+# ranks of a node by Cross Memory Attach (process_vm_readv/writev): the
+# agent counts those calls (docs/detection.md "Message passing"), so the
+# matrix between ranks follows the bytes sent.  Each run is compared with
+# ground truth from outside the agent:
+#   - libwlpmpi.so (tests/workloads/wl_pmpi.c, preloaded): the bytes of
+#     every point-to-point call, per pair of ranks;
+#   - Open MPI's pml monitoring (--mca pml_monitoring_enable 1): the bytes
+#     per pair of ranks as the library sent them, collectives included
+#     (printed on standard output at MPI_Finalize).
+# Runs: 4 ranks in a ring, pairs and a periodic 2D halo (MPI_Cart_create)
+# at 64 KiB and 1 MiB; a non-blocking ring; an all-to-all; 8 ranks in a 2D
+# halo; hybrid ranks of 2 OpenMP threads (the weight on the threads that
+# call MPI); MPICH's ring and halo when it is installed.  The agent runs
+# dry (a synthetic topology): detection only, nothing pinned.  Syscalls
+# are counted, not sampled, so a busy machine slows the runs but does not
+# blur the matrix.  Skipped without MPI or without root (CMA tracing needs
+# CPU-wide tracepoints).
+. "$top_srcdir/tests/integration/tap.sh"
+wl="$top_builddir/tests/workloads/wl-mpi-msg"
+pmpi="$top_builddir/tests/workloads/.libs/libwlpmpi.so"
+rank_matrix="$top_srcdir/tests/workloads/rank-matrix"
+export COMMAP_AGENT="$top_builddir/nodeagent/commap-agent"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+TOPO="pack:2 core:4 pu:2"
+MIN=0.95
+
+skip_all() {
+	echo "1..0 # SKIP $1"
+	exit 0
+}
+
+"$wl" --help >/dev/null 2>&1
+[ $? -eq 77 ] && skip_all "no MPI (wl-mpi-msg built without mpicc)"
+command -v mpirun >/dev/null || skip_all "no mpirun"
+[ "$(id -u)" -eq 0 ] || skip_all "CMA tracing needs root"
+[ -f "$pmpi" ] || skip_all "no libwlpmpi.so"
+
+# ompi NAME NP ARGS...: a run of wl-mpi-msg under the agent with both
+# ground truths; R.json, R.pmpi.json, R.mon.json in $T.
+ompi() {
+	local name=$1 np=$2
+	shift 2
+	run env WL_PMPI_OUT="$T/$name.pmpi.json" "$commap" run -v \
+		--topology "$TOPO" --output "$T/$name.json" -- \
+		mpirun --oversubscribe --bind-to none -np "$np" \
+		--mca pml_monitoring_enable 1 \
+		--mca pml_monitoring_enable_output 1 \
+		-x WL_PMPI_OUT -x LD_PRELOAD="$pmpi" "$wl" "$@"
+	cp "$T/err" "$T/$name.err"
+	"$rank_matrix" monitoring "$T/out" >"$T/$name.mon.json"
+}
+
+# cosine NAME TRUTH [--min-main X]: the rank matrix against a truth.
+cosine() {
+	local name=$1 truth=$2 line rc
+	shift 2
+	line=$("$rank_matrix" cosine --truth "$T/$name.$truth.json" \
+		--min "$MIN" "$@" "$T/$name.json" 2>&1)
+	rc=$?
+	tap_result $rc "$name vs $truth: cosine >= $MIN"
+	diag "$name vs $truth: $line"
+}
+
+# --- the tracer is there ---------------------------------------------------
+ompi probe 2 --pattern ring --bytes 65536 --seconds 1
+is "probe run: exit 0" "$status" 0
+if grep -q "message passing (CMA) not seen" "$T/probe.err"; then
+	diag "$(grep 'CMA' "$T/probe.err")"
+	echo "ok $((tap_count + 1)) # SKIP CMA tracing not available here"
+	tap_count=$((tap_count + 1))
+	done_testing
+fi
+ok "probe run: the agent saw CMA transfers" \
+	grep -q "message passing (CMA): [1-9][0-9]* transfers" "$T/probe.err"
+
+# --- Open MPI, 4 ranks: patterns x sizes -----------------------------------
+for pat in ring pairs halo2d; do
+	for bytes in 65536 1048576; do
+		name="$pat-$bytes"
+		ompi "$name" 4 --pattern "$pat" --bytes "$bytes" --seconds 2
+		is "$name: exit 0" "$status" 0
+		cosine "$name" pmpi
+		cosine "$name" mon
+	done
+done
+
+# Non-blocking (MPI_Isend/MPI_Irecv/MPI_Waitall), 1 MiB.
+ompi ring-nb 4 --pattern ring --bytes 1048576 --nonblocking --seconds 2
+is "ring-nb: exit 0" "$status" 0
+cosine ring-nb pmpi
+
+# A collective: all pairs, truth from the monitoring only (the PMPI
+# library counts point-to-point calls).
+ompi alltoall 4 --pattern alltoall --bytes 65536 --seconds 2
+is "alltoall: exit 0" "$status" 0
+cosine alltoall mon
+
+# 8 ranks, a 2 x 4 periodic halo.
+ompi halo8 8 --pattern halo2d --bytes 65536 --seconds 2
+is "halo8: exit 0" "$status" 0
+cosine halo8 pmpi
+
+# Hybrid: 2 OpenMP threads per rank, MPI from the master (its main
+# thread): the weight between ranks lands on the main threads.
+ompi hybrid 4 --pattern ring --bytes 65536 --threads 2 --seconds 2
+is "hybrid: exit 0" "$status" 0
+cosine hybrid pmpi --min-main 0.9
+
+# --- MPICH -------------------------------------------------------------------
+if command -v mpicc.mpich >/dev/null && command -v mpiexec.mpich >/dev/null
+then
+	mpicc.mpich -O2 -fopenmp -o "$T/wl-mpich" \
+		"$top_srcdir/tests/workloads/wl_mpi_msg.c" &&
+	mpicc.mpich -O2 -shared -fPIC -o "$T/libwlpmpi-mpich.so" \
+		"$top_srcdir/tests/workloads/wl_pmpi.c"
+	is "MPICH: workload and PMPI library built" "$?" 0
+	for run_ in "ring 1048576" "halo2d 65536"; do
+		set -- $run_
+		name="mpich-$1-$2"
+		run "$commap" run -v --topology "$TOPO" \
+			--output "$T/$name.json" -- mpiexec.mpich -n 4 \
+			-genv WL_PMPI_OUT "$T/$name.pmpi.json" \
+			-genv LD_PRELOAD "$T/libwlpmpi-mpich.so" \
+			"$T/wl-mpich" --pattern "$1" --bytes "$2" --seconds 3
+		is "$name: exit 0" "$status" 0
+		cosine "$name" pmpi
+	done
+else
+	echo "ok $((tap_count + 1)) # SKIP MPICH not installed"
+	tap_count=$((tap_count + 1))
+fi
+done_testing
