@@ -30,7 +30,9 @@ static void check_config(const struct svc_config *c)
 		     fuzz_terminated(c->slurm_user, sizeof(c->slurm_user)) &&
 		     fuzz_terminated(c->munge_socket, sizeof(c->munge_socket)) &&
 		     fuzz_terminated(c->web_user_header,
-				     sizeof(c->web_user_header)),
+				     sizeof(c->web_user_header)) &&
+		     fuzz_terminated(c->web_proxy_secret_file,
+				     sizeof(c->web_proxy_secret_file)),
 		     "string fields terminated");
 	fuzz_require(c->listen_port <= 65535, "port in range");
 	fuzz_require(c->database[0] != '\0', "a database path");
@@ -41,6 +43,17 @@ static void check_config(const struct svc_config *c)
 	fuzz_require(c->threads >= 1 && c->max_connections >= 1,
 		     "threads and connections");
 	fuzz_require(c->retention_days <= 36500, "retention up to 100 years");
+	fuzz_require(c->per_ip_connections <= 65536 &&
+		     c->request_timeout_s >= 1 &&
+		     c->request_timeout_s <= 3600, "connection limits");
+	fuzz_require(c->connection_memory >= 1024 &&
+		     c->connection_memory <= (1u << 30),
+		     "connection_memory from 1k to 1G");
+	fuzz_require(c->web_proxy_secret_file[0] == '\0' ||
+		     c->web_proxy_secret_file[0] == '/',
+		     "the secret file is an absolute path");
+	/* The parser never reads the secret: svc_config_load_secret does. */
+	fuzz_require(c->web_proxy_secret_len == 0, "no secret from parsing");
 	check_names(&c->admins);
 	check_names(&c->writers);
 }
@@ -72,6 +85,10 @@ static int same_config(const struct svc_config *a, const struct svc_config *b)
 	       a->timeout_s == b->timeout_s && a->sync_full == b->sync_full &&
 	       a->web_auth == b->web_auth &&
 	       a->retention_days == b->retention_days &&
+	       a->per_ip_connections == b->per_ip_connections &&
+	       a->request_timeout_s == b->request_timeout_s &&
+	       a->connection_memory == b->connection_memory &&
+	       strcmp(a->web_proxy_secret_file, b->web_proxy_secret_file) == 0 &&
 	       strcmp(a->web_user_header, b->web_user_header) == 0;
 }
 

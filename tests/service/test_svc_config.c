@@ -47,6 +47,10 @@ static const struct bad_case bad_cases[] = {
 	{ "retention_days = 36501\n", "retention_days: '36501' is not an integer in [0, 36500]" },
 	{ "retention_days = 30d\n", "retention_days:" },
 	{ "sync = fast\n", "sync: 'fast' is not 'normal' or 'full'" },
+	{ "per_ip_connections = 65537\n", "per_ip_connections: '65537' is not an integer in [0, 65536]" },
+	{ "request_timeout = 0\n", "request_timeout: '0' is not an integer in [1, 3600]" },
+	{ "connection_memory = 512\n", "connection_memory: '512' is not a size" },
+	{ "web_proxy_secret_file = secret\n", "web_proxy_secret_file: 'secret' is not an absolute path" },
 	{ "munge_socket = run/munge\n", "munge_socket: 'run/munge' is not an absolute path" },
 	{ "slurm_user = sl urm\n", "slurm_user:" },
 	{ "threads = 2\nthreads = 3\n", "t.conf:2: threads: repeated (first on line 1)" },
@@ -86,6 +90,10 @@ static void test_full_file(void)
 		"max_connections = 1000\n"
 		"timeout = 5\n"
 		"retention_days = 180\n"
+		"per_ip_connections = 0\n"
+		"request_timeout = 7\n"
+		"connection_memory = 16k\n"
+		"web_proxy_secret_file = /etc/commap/proxy.secret\n"
 		"sync = full";		/* no final newline */
 	struct svc_config c;
 	struct cm_error e = { "" };
@@ -108,6 +116,11 @@ static void test_full_file(void)
 	is_int(c.timeout_s, 5, "timeout");
 	is_int(c.retention_days, 180, "retention_days");
 	is_int(c.sync_full, 1, "sync full");
+	is_int(c.per_ip_connections, 0, "per_ip_connections 0: no limit");
+	is_int(c.request_timeout_s, 7, "request_timeout");
+	is_int(c.connection_memory, 16384, "connection_memory 16k");
+	is_str(c.web_proxy_secret_file, "/etc/commap/proxy.secret",
+	       "web_proxy_secret_file");
 }
 
 static void test_bad_cases(void)
