@@ -38,6 +38,7 @@
 #include <jansson.h>
 
 #include "cli_common.h"
+#include "commap/placement_check.h"
 #include "commands.h"
 #include "remote.h"
 
@@ -445,6 +446,35 @@ static void print_mapping(const json_t *doc)
 		any = 1;
 	}
 	fprintf(stderr, "%s\n", any ? "" : " none (nothing pinned)");
+	if (json_is_string(json_object_get(doc, "not_pinned")))
+		fprintf(stderr, "commap: not pinned: %s\n", json_string_value(
+				json_object_get(doc, "not_pinned")));
+}
+
+/* The progress guard's decisions and the placement invariant
+ * (commap/placement_check.h), checked on every timeline entry. */
+static void print_placement_checks(const json_t *doc)
+{
+	const json_t *tl = json_object_get(doc, "timeline");
+	char *text = json_dumps(doc, JSON_COMPACT);
+	struct cm_error err;
+
+	for (size_t k = 0; k < json_array_size(tl); k++) {
+		const json_t *e = json_array_get(tl, k);
+		const char *why = json_string_value(json_object_get(e,
+								    "reason"));
+		const char *note = json_string_value(json_object_get(e,
+								     "note"));
+
+		if (why && strncmp(why, "guard", 5) == 0)
+			fprintf(stderr, "commap: progress guard at %.2f s: %s "
+				"(%s)\n", json_number_value(json_object_get(
+					e, "t")), why, note ? note : "");
+	}
+	if (text && cm_placement_check_result(text, strlen(text), &err) < 0)
+		fprintf(stderr, "commap: placement invariant broken: %s\n",
+			err.text);
+	free(text);
 }
 
 static void print_summary(const char *path, double wall_s)
@@ -473,6 +503,7 @@ static void print_summary(const char *path, double wall_s)
 		", dry run (not pinned)" : "");
 	print_pairs(json_object_get(doc, "edges"));
 	print_mapping(doc);
+	print_placement_checks(doc);
 	mig = json_object_get(doc, "migrations");
 	fprintf(stderr, "commap: %zu pins (%zu first placements, %zu "
 		"migrations), %zu mappings; agent CPU %.3f s (%.2f%% of %.2f s "

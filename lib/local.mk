@@ -22,6 +22,7 @@ lib_libcommap_la_SOURCES = \
 	lib/map_validate.c \
 	lib/map_align.c \
 	lib/map_incremental.c \
-	lib/commap/placement_check.h lib/placement_check.c
+	lib/commap/placement_check.h lib/placement_check.c \
+	lib/placement_result.c
 lib_libcommap_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) $(JANSSON_CFLAGS)
 lib_libcommap_la_LIBADD = $(HWLOC_LIBS) $(JANSSON_LIBS) -lm

@@ -46,6 +46,7 @@
 #include "model_fetch.h"
 #include "pin.h"
 #include "placement.h"
+#include "progress_guard.h"
 #include "proc_track.h"
 #include "remap_policy.h"
 #include "upload.h"
@@ -127,6 +128,16 @@ struct agent {
 	int undos;			/* undos in a row */
 	uint64_t last_full_ns;
 	uint64_t last_new_thread_ns, last_task_line_ns;
+	/* the progress guard (progress_guard.h): schedstat snapshots per
+	 * tracker thread (-1 unread), the last one and the one at the
+	 * mapping being judged, the placement before it (OS PUs) */
+	double *g_cpu, *g_wait, *g_cpu_a, *g_wait_a;
+	int g_cap;
+	uint64_t g_snap_ns, g_apply_ns, g_hold_until_ns;
+	int g_pending, g_have_before, g_undos;
+	struct cm_progress g_before;
+	int *g_prev_os;
+	int g_nprev;
 };
 
 /* ---- time --------------------------------------------------------- */
@@ -612,16 +623,185 @@ static int *thread_pus(struct agent *a)
 	return pu;
 }
 
+/* ---- the progress guard (progress_guard.h) ------------------------- */
+
+static int guard_grow(struct agent *a, int n)
+{
+	double **arr[] = { &a->g_cpu, &a->g_wait, &a->g_cpu_a, &a->g_wait_a };
+
+	if (n <= a->g_cap)
+		return 0;
+	for (size_t k = 0; k < sizeof(arr) / sizeof(arr[0]); k++) {
+		double *p = realloc(*arr[k], (size_t)n * sizeof(double));
+
+		if (!p)
+			return -1;
+		*arr[k] = p;
+		for (int i = a->g_cap; i < n; i++)
+			p[i] = -1;
+	}
+	a->g_cap = n;
+	return 0;
+}
+
+/* Read every live thread's schedstat (bounded: one small read each). */
+static void guard_snapshot(struct agent *a, double *cpu, double *wait)
+{
+	int n = cm_tracker_nthreads(a->tr);
+
+	for (int i = 0; i < n && i < a->g_cap; i++) {
+		const struct cm_tracked_thread *th = cm_tracker_thread(a->tr,
+								       i);
+
+		cpu[i] = wait[i] = -1;
+		if (th->alive && cm_guard_read_schedstat(NULL,
+				cm_tracker_proc(a->tr, th->proc)->pid,
+				th->tid, &cpu[i], &wait[i]) < 0)
+			cpu[i] = wait[i] = -1;
+	}
+}
+
+static int guard_on(const struct agent *a)
+{
+	return !a->dry_run && a->pin_ok && a->topo && a->tr;
+}
+
+/* The window before the next mapping starts here (interval ends). */
+static void guard_mark(struct agent *a)
+{
+	if (!guard_on(a) || a->g_pending ||
+	    guard_grow(a, cm_tracker_nthreads(a->tr)) < 0)
+		return;
+	guard_snapshot(a, a->g_cpu, a->g_wait);
+	a->g_snap_ns = now_ns();
+}
+
+static int guard_holding(const struct agent *a)
+{
+	return a->g_hold_until_ns && now_ns() < a->g_hold_until_ns;
+}
+
+/* A mapping is about to be applied: remember the placement it leaves and
+ * the step's progress until now; a mapping while one is being judged
+ * restarts the window after it (the placement to return to stays). */
+static void guard_before_apply(struct agent *a)
+{
+	int n = cm_tracker_nthreads(a->tr);
+	uint64_t now = now_ns();
+
+	if (!guard_on(a) || guard_grow(a, n) < 0)
+		return;
+	guard_snapshot(a, a->g_cpu_a, a->g_wait_a);
+	a->g_apply_ns = now;
+	if (a->g_pending)
+		return;
+	free(a->g_prev_os);
+	a->g_prev_os = malloc((size_t)(n ? n : 1) * sizeof(int));
+	if (!a->g_prev_os)
+		return;
+	memcpy(a->g_prev_os, a->cur_os, (size_t)n * sizeof(int));
+	a->g_nprev = n;
+	a->g_have_before = a->g_snap_ns && (now - a->g_snap_ns) / 1000000u >=
+					    CM_GUARD_MIN_BEFORE_MS &&
+			   cm_guard_progress(n, a->g_cpu, a->g_wait,
+					     a->g_cpu_a, a->g_wait_a,
+					     (double)(now - a->g_snap_ns) / 1e9,
+					     &a->g_before) == 0 &&
+			   a->g_before.busy > 0;
+	a->g_pending = 1;
+}
+
+/* Return tracker thread i to the allowed set (placed by the mapping the
+ * guard undoes, not placed before it). */
+static void unpin_thread(struct agent *a, int i)
+{
+	const struct cm_tracked_thread *th = cm_tracker_thread(a->tr, i);
+	struct cm_error err;
+
+	if (!cm_tracker_verify_thread(a->tr, i) ||
+	    cm_pin_thread_set(cm_topo_hwloc(a->topo), a->allowed, th->tid,
+			      a->allowed, &err) < 0)
+		return;
+	a->cur_os[i] = -1;
+}
+
+static struct cm_result_mapping *record_mapping(struct agent *a, double cost,
+						const char *why);
+
+/* Undo the mapping judged: every live thread back where it was before,
+ * or unpinned; then no mapping for the backoff. */
+static void guard_undo(struct agent *a, const char *why)
+{
+	int n = cm_tracker_nthreads(a->tr);
+	struct cm_result_mapping *e;
+
+	for (int i = 0; i < n; i++) {
+		int prev = i < a->g_nprev ? a->g_prev_os[i] : -1;
+
+		if (!cm_tracker_thread(a->tr, i)->alive || a->cur_os[i] == prev)
+			continue;
+		if (prev >= 0)
+			move_thread(a, i, prev);
+		else
+			unpin_thread(a, i);
+	}
+	a->g_undos++;
+	a->g_hold_until_ns = now_ns() + (uint64_t)(cm_guard_backoff_ms(
+						a->g_undos) * 1e6);
+	a->res.guard_undone++;
+	agent_warn("progress guard: the last mapping made the step slower "
+		   "(%s): undone, no mapping for %.0f s", why,
+		   cm_guard_backoff_ms(a->g_undos) / 1e3);
+	if ((e = record_mapping(a, -1, "guard-undo")))
+		snprintf(e->note, sizeof(e->note), "%s", why);
+}
+
+/* A window after the mapping has passed: judge it (every loop turn). */
+static void guard_poll(struct agent *a)
+{
+	struct cm_progress after, ref;
+	uint64_t now = now_ns();
+	int n = cm_tracker_nthreads(a->tr);
+	char why[160];
+
+	if (!a->g_pending || (now - a->g_apply_ns) / 1000000u <
+			     CM_GUARD_WINDOW_MS)
+		return;
+	a->g_pending = 0;
+	if (!guard_on(a) || guard_grow(a, n) < 0)
+		return;
+	guard_snapshot(a, a->g_cpu, a->g_wait);
+	a->g_snap_ns = now;
+	if (cm_guard_progress(n < a->g_cap ? n : a->g_cap, a->g_cpu_a,
+			      a->g_wait_a, a->g_cpu, a->g_wait,
+			      (double)(now - a->g_apply_ns) / 1e9, &after) < 0 ||
+	    after.threads == 0)
+		return;
+	if (a->g_have_before)
+		ref = a->g_before;
+	else
+		cm_guard_baseline(after.busy, cm_topo_npus(a->topo), &ref);
+	a->res.guard_checked++;
+	if (cm_guard_worse(&ref, &after, !a->g_have_before, why, sizeof(why)))
+		guard_undo(a, why);
+	else
+		agent_debug("progress guard: mapping kept (%s)", why);
+}
+
 /* Move every thread to its target (PU indices; -1: leave it). */
 static int apply_target(struct agent *a, const int *target)
 {
-	int n = cm_tracker_nthreads(a->tr), moved = 0;
+	int n = cm_tracker_nthreads(a->tr), moved = 0, started = 0;
 
+	if (guard_holding(a))
+		return 0;
 	for (int i = 0; i < n; i++) {
 		int os = target[i] >= 0 ?
 			 cm_topo_pu_os_index(a->topo, target[i]) : -1;
 
 		if (os >= 0 && os != a->cur_os[i]) {
+			if (!started++)
+				guard_before_apply(a);
 			move_thread(a, i, os);
 			moved++;
 		}
@@ -1416,6 +1596,7 @@ static void interval_end(struct agent *a)
 	if (a->mode != CM_AGENT_MODE_DYNAMIC || !a->topo ||
 	    (!a->pin_ok && !a->dry_run) || !a->fresh)
 		return;
+	guard_mark(a);
 	in.partners_changed = partners_compare(a, 1);
 	if (live_set_build(a, &s) < 0)
 		goto out;
@@ -1435,7 +1616,8 @@ static void interval_end(struct agent *a)
 		a->recheck = CM_REMAP_RECHECK_INTERVALS;
 	else if (a->recheck > 0)
 		a->recheck--;
-	if (d.compute && remap(a, &s, sub, d.reason) == CM_REMAP_FULL)
+	if (d.compute && !guard_holding(a) &&
+	    remap(a, &s, sub, d.reason) == CM_REMAP_FULL)
 		a->recheck = 0;
 	a->interval_ms = d.next_interval_ms;
 	/* LHMapping §3.4.1: age after each grouping computation (for the
@@ -1657,6 +1839,7 @@ static void loop(struct agent *a)
 		    a->stdin_open && (pfd[0].revents & (POLLIN | POLLHUP)))
 			read_stdin(a);
 		drain(a);
+		guard_poll(a);
 		now = now_ns();
 		if (now >= a->next_scan_ns) {
 			scan(a);
@@ -1994,6 +2177,11 @@ static void teardown(struct agent *a)
 	cm_matrix_free(a->total);
 	free(a->cur_os);
 	free(a->cpu_s);
+	free(a->g_cpu);
+	free(a->g_wait);
+	free(a->g_cpu_a);
+	free(a->g_wait_a);
+	free(a->g_prev_os);
 	free(a->partner);
 	free(a->undo_os);
 	if (a->static_os != a->st.os_pu)

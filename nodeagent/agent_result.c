@@ -455,6 +455,10 @@ static json_t *document(const struct cm_agent_result *r,
 	if (r->not_pinned[0])
 		bad |= json_object_set_new(o, "not_pinned",
 					   json_string(r->not_pinned));
+	if (r->guard_checked)
+		bad |= json_object_set_new(o, "guard", json_pack(
+				"{s:i, s:i}", "checked", r->guard_checked,
+				"undone", r->guard_undone));
 	if (bad) {
 		json_decref(o);
 		return NULL;

@@ -109,6 +109,8 @@ struct cm_agent_result {
 	struct cm_result_stats stats;
 	struct cm_result_model model;
 	char not_pinned[256];	/* "" or why nothing was pinned */
+	int guard_checked;	/* mappings the progress guard judged */
+	int guard_undone;	/* ... and undid */
 	/* creation-to-first-pin latency of each thread, ms (stats.
 	 * pin_latency_ms: p50, p90, max, n) */
 	double *pin_latency_ms;

@@ -56,6 +56,7 @@ nodeagent_libagentcore_la_SOURCES = \
 	nodeagent/agent_opts.h nodeagent/agent_opts.c \
 	nodeagent/remap_policy.h nodeagent/remap_policy.c \
 	nodeagent/placement.h nodeagent/placement.c \
+	nodeagent/progress_guard.h nodeagent/progress_guard.c \
 	nodeagent/agent_result.h nodeagent/agent_result.c \
 	nodeagent/agent.h nodeagent/agent_static.c \
 	nodeagent/app_identity.h nodeagent/app_identity.c

@@ -11,6 +11,8 @@
 #ifndef COMMAP_PLACEMENT_CHECK_H
 #define COMMAP_PLACEMENT_CHECK_H
 
+#include <stddef.h>
+
 #include "commap/error.h"
 
 /* The most threads one PU may hold: 1 while nthreads <= npus, else
@@ -27,5 +29,17 @@ int cm_placement_cap(int nthreads, int npus);
  * -1), ENOMEM. */
 int cm_placement_check(int npus, int nthreads, int n, const int *pu,
 		       struct cm_error *err);
+
+/* Check every timeline entry of an agent result (docs/result-format.md)
+ * given as JSON text of len bytes: each entry's pu_of_thread against
+ * topology.pus PUs and the entry's threads_live (or, in results that
+ * lack it, the pinned threads); entries marked "forced" (an explicit
+ * static mapping, the user's own) are not checked.  0 when all hold or
+ * the document has no timeline to check; -1 with errno EDOM and err
+ * "timeline[K].pu_of_thread: PU ..." for the first that breaks it;
+ * EINVAL when the text is not a JSON object.  Other malformations are
+ * the validator's business: such entries are skipped. */
+int cm_placement_check_result(const char *text, size_t len,
+			      struct cm_error *err);
 
 #endif
