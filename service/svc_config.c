@@ -39,6 +39,7 @@ void svc_config_defaults(struct svc_config *c)
 	strcpy(c->database, "/var/lib/commap/service.db");
 	strcpy(c->slurm_user, "slurm");
 	c->max_body = 16u << 20;
+	c->max_body_total = 256u << 20;
 	c->log_level = SVC_LOG_INFO;
 	c->threads = 4;
 	c->max_connections = 1024;
@@ -298,7 +299,7 @@ static const char *const config_keys[] = {
 	"munge_socket", "max_body", "log_level", "threads",
 	"max_connections", "timeout", "sync", "web_auth", "web_user_header",
 	"retention_days", "per_ip_connections", "request_timeout",
-	"connection_memory", "web_proxy_secret_file",
+	"connection_memory", "web_proxy_secret_file", "max_body_total",
 };
 #define N_CONFIG_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 
@@ -378,6 +379,8 @@ int svc_config_set(struct svc_config *c, const char *key, const char *value,
 		return set_string(c->web_proxy_secret_file,
 				  sizeof(c->web_proxy_secret_file), key, value,
 				  1, err);
+	case 19:
+		return set_size(&c->max_body_total, key, value, err);
 	}
 	return cm_errorf(err, EINVAL, "%s: unknown key", key);
 }
@@ -456,6 +459,10 @@ int svc_config_parse(struct svc_config *c, const char *text, size_t len,
 		if (k >= 0)
 			seen[k] = lineno;
 	}
+	if (tmp.max_body_total < tmp.max_body)
+		return cm_errorf(err, EINVAL,
+				 "%s: max_body_total (%zu) is smaller than max_body (%zu): no upload of max_body could ever be taken",
+				 name, tmp.max_body_total, tmp.max_body);
 	*c = tmp;
 	return 0;
 }

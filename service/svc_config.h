@@ -46,6 +46,7 @@ struct svc_config {
 	char slurm_user[SVC_NAME_MAX];	/* the agents' user; "" for none */
 	char munge_socket[108];		/* "" for munge's default */
 	size_t max_body;		/* largest accepted request body */
+	size_t max_body_total;		/* all bodies being received */
 	enum svc_log_level log_level;
 	unsigned threads;		/* HTTP worker threads */
 	unsigned max_connections;	/* open at once, in total */

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <pwd.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@
 /* Descriptors besides connections: the database pool, munge, logs. */
 #define SPARE_FDS 64
 #define PROXY_SECRET_HEADER "X-Commap-Proxy-Secret"
+#define BUSY_TEXT "busy: the bodies being received fill max_body_total, retry later"
 
 struct svc_http {
 	struct MHD_Daemon *daemon;
@@ -41,6 +43,8 @@ struct svc_http {
 	unsigned port;
 	void *web;		/* svc_web_start() */
 	struct svc_conn_guard *guard;
+	/* Bytes of request bodies held or promised (max_body_total). */
+	_Atomic size_t body_bytes;
 };
 
 struct request {
@@ -52,7 +56,8 @@ struct request {
 	struct svc_caller caller;
 	char *body;
 	size_t len, cap, max;	/* max: the route's body limit */
-	int too_large;
+	size_t reserved;	/* of h->body_bytes */
+	int too_large, busy;
 	int responded;
 	unsigned status;
 };
@@ -216,8 +221,35 @@ static enum MHD_Result web_begin(struct svc_http *h,
 	return MHD_YES;
 }
 
-/* Refuse an announced body over the route's limit before reading it. */
-static enum MHD_Result check_length(struct MHD_Connection *conn,
+/* Take body memory from the service-wide budget until rq holds total
+ * bytes: 0, or -1 when the budget is spent (nothing taken). */
+static int reserve_to(struct svc_http *h, struct request *rq, size_t total)
+{
+	size_t need, cur = atomic_load(&h->body_bytes);
+
+	if (total <= rq->reserved)
+		return 0;
+	need = total - rq->reserved;
+	do {
+		if (cur > h->config->max_body_total ||
+		    need > h->config->max_body_total - cur)
+			return -1;
+	} while (!atomic_compare_exchange_weak(&h->body_bytes, &cur,
+					       cur + need));
+	rq->reserved = total;
+	return 0;
+}
+
+static void release(struct svc_http *h, struct request *rq)
+{
+	atomic_fetch_sub(&h->body_bytes, rq->reserved);
+	rq->reserved = 0;
+}
+
+/* Refuse an announced body over the route's limit, or one the memory for
+ * bodies in flight cannot take now, before reading it. */
+static enum MHD_Result check_length(struct svc_http *h,
+				    struct MHD_Connection *conn,
 				    struct request *rq)
 {
 	const char *clen = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
@@ -235,6 +267,8 @@ static enum MHD_Result check_length(struct MHD_Connection *conn,
 			 rq->max);
 		return send_error(conn, rq, rq->is_upload ? 400 : 413, text);
 	}
+	if (reserve_to(h, rq, (size_t)n) < 0)
+		return send_error(conn, rq, 503, BUSY_TEXT);
 	if (rq->is_upload)
 		rq->cap = (size_t)n;	/* allocated once, as it arrives */
 	return MHD_YES;
@@ -255,9 +289,9 @@ static enum MHD_Result request_begin(struct svc_http *h,
 	    !MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 					 "X-Munge-Credential"))
 		return web_begin(h, conn, rq) == MHD_YES && !rq->responded ?
-		       check_length(conn, rq) : MHD_YES;
+		       check_length(h, conn, rq) : MHD_YES;
 	if (need == SVC_ROUTE_PUBLIC)
-		return check_length(conn, rq);
+		return check_length(h, conn, rq);
 	cred = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 					   "X-Munge-Credential");
 	if (svc_auth_decode(h->auth, cred, &rq->caller, &e) < 0)
@@ -272,18 +306,29 @@ static enum MHD_Result request_begin(struct svc_http *h,
 			 rq->caller.user[0] ? rq->caller.user : "?");
 		return send_error(conn, rq, 403, e.text);
 	}
-	return check_length(conn, rq);
+	return check_length(h, conn, rq);
 }
 
-static void request_append(struct request *rq, const char *data, size_t n)
+/* Drop what was collected: the answer will be an error. */
+static void request_drop(struct svc_http *h, struct request *rq, int busy)
 {
-	if (rq->too_large)
+	if (busy)
+		rq->busy = 1;
+	else
+		rq->too_large = 1;
+	free(rq->body);
+	rq->body = NULL;
+	rq->len = 0;
+	release(h, rq);
+}
+
+static void request_append(struct svc_http *h, struct request *rq,
+			   const char *data, size_t n)
+{
+	if (rq->too_large || rq->busy)
 		return;
 	if (n > rq->max - rq->len) {
-		rq->too_large = 1;
-		free(rq->body);
-		rq->body = NULL;
-		rq->len = 0;
+		request_drop(h, rq, 0);
 		return;
 	}
 	if (!rq->body || rq->len + n > rq->cap) {
@@ -292,12 +337,15 @@ static void request_append(struct request *rq, const char *data, size_t n)
 
 		if (cap < 2 * rq->len)
 			cap = 2 * rq->len;
+		if (cap > rq->max)
+			cap = rq->max;
+		if (reserve_to(h, rq, cap) < 0) {
+			request_drop(h, rq, 1);
+			return;
+		}
 		b = realloc(rq->body, cap);
 		if (!b) {
-			rq->too_large = 1;
-			free(rq->body);
-			rq->body = NULL;
-			rq->len = 0;
+			request_drop(h, rq, 1);
 			return;
 		}
 		rq->body = b;
@@ -367,12 +415,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	}
 	if (*upload_data_size) {
 		if (!rq->responded)
-			request_append(rq, upload_data, *upload_data_size);
+			request_append(h, rq, upload_data, *upload_data_size);
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
 	if (rq->responded)
 		return MHD_YES;
+	if (rq->busy)
+		return send_error(conn, rq, 503, BUSY_TEXT);
 	if (rq->too_large && !rq->is_upload)
 		return send_error(conn, rq, 413, "body: more than this path takes");
 	return request_finish(h, conn, rq);
@@ -381,12 +431,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 static void on_completed(void *cls, struct MHD_Connection *conn,
 			 void **req_cls, enum MHD_RequestTerminationCode toe)
 {
+	struct svc_http *h = cls;
 	struct request *rq = *req_cls;
 	double dt;
 
 	svc_conn_guard_rearm(conn);
 	if (!rq)
 		return;
+	release(h, rq);
 	dt = seconds_since(&rq->start);
 	if (rq->status)
 		svc_metrics_request(rq->status, dt, rq->is_upload);

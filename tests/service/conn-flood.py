@@ -10,9 +10,10 @@ Connections come from 127.0.0.2 .. 127.0.0.(K+1) (any 127/8 address is
 this host), so that probes from 127.0.0.1 are another client.  Idle
 connections send nothing; trickling ones send a request's first line and
 then one header byte per second (slowloris); "bodies" announce and send B
-bytes of body to PATH without a credential.  While they are held, /healthz
+bytes of body to PATH, without a credential unless --creds gives them.  While they are held, /healthz
 is asked from 127.0.0.1 every 0.2 s.  Prints one JSON object: what was
-opened, what the service closed, the probes' outcomes and latencies (s),
+opened, what the service answered (status codes) or closed, the probes'
+outcomes and latencies (s),
 and the service's RSS (kB) before, at most and after.
 """
 import argparse
@@ -38,13 +39,17 @@ def connect(port, source):
     return s
 
 
-def closed_by_peer(s):
+def check_peer(c):
+    """Has the service answered (its status kept) or closed the connection?"""
     try:
-        return s.recv(65536, socket.MSG_PEEK) == b""
+        data = c["s"].recv(65536, socket.MSG_PEEK)
     except BlockingIOError:
         return False
     except OSError:
         return True
+    if data.startswith(b"HTTP/1.1 ") and len(data) >= 12:
+        c["status"] = data[9:12].decode()
+    return data == b"" or "status" in c
 
 
 def probe(port):
@@ -84,12 +89,15 @@ def open_all(a, kinds):
             refused += 1
             continue
         c = {"kind": kind, "s": s, "closed": False, "sent": 0}
+        cred = a.creds.pop(0) if kind == "body" and a.creds else None
         if kind == "trickle":
             send_some(s, b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ")
         elif kind == "body":
             head = ("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                    "application/json\r\nContent-Length: %d\r\n\r\n"
-                    % (a.body_path, a.body_bytes)).encode()
+                    "application/json\r\nContent-Length: %d\r\n%s\r\n"
+                    % (a.body_path, a.body_bytes,
+                       "X-Munge-Credential: %s\r\n" % cred if cred else "")
+                    ).encode()
             send_some(s, head)
         conns.append(c)
     return conns, refused
@@ -99,7 +107,7 @@ def feed(a, conns, chunk, tick):
     for c in conns:
         if c["closed"]:
             continue
-        if closed_by_peer(c["s"]):
+        if check_peer(c):
             c["closed"] = True
             continue
         if c["kind"] == "trickle" and tick:
@@ -124,7 +132,10 @@ def main():
     p.add_argument("--body-path", default="/healthz")
     p.add_argument("--sources", type=int, default=8)
     p.add_argument("--hold", type=float, default=5.0)
+    p.add_argument("--creds", help="a file of munge credentials, one a "
+                   "line: one per body connection (uploads as their user)")
     a = p.parse_args()
+    a.creds = open(a.creds).read().split() if a.creds else []
 
     rss0 = rss_kb(a.pid)
     kinds = (["idle"] * a.idle + ["trickle"] * a.trickle +
@@ -151,10 +162,15 @@ def main():
         time.sleep(0.01)
     closed = {}
     for c in conns:
-        if not c["closed"] and closed_by_peer(c["s"]):
+        if not c["closed"] and check_peer(c):
             c["closed"] = True
         if c["closed"]:
             closed[c["kind"]] = closed.get(c["kind"], 0) + 1
+    statuses = {}
+    for c in conns:
+        if "status" in c:
+            k = statuses.setdefault(c["kind"], {})
+            k[c["status"]] = k.get(c["status"], 0) + 1
     held = {}
     for c in conns:
         if not c["closed"]:
@@ -164,7 +180,8 @@ def main():
     lat.sort()
     print(json.dumps({
         "opened": len(conns), "refused_at_connect": refused,
-        "closed_by_service": closed, "held_to_the_end": held,
+        "closed_by_service": closed, "answers": statuses,
+        "held_to_the_end": held,
         "probes": len(lat), "probe_failures": fails,
         "probe_median_s": round(lat[len(lat) // 2], 4) if lat else None,
         "probe_max_s": round(lat[-1], 4) if lat else None,

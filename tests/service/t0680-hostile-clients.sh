@@ -82,4 +82,29 @@ req - GET /healthz
 is "the service still answers" "$code" 200
 
 ok "the service stops on SIGTERM" stop_service
+
+# --- a writer's bodies in flight are bounded in total -------------------------
+# (a compromised node holds root's credential: many uploads at once must
+# not take the service's memory)
+cat >>"$T/svc.conf" <<CONF
+max_body = 1M
+max_body_total = 2M
+CONF
+ok "the service restarts with max_body_total = 2M" start_service "$T/svc.conf"
+for _ in 1 2 3; do munge -n; done >"$T/creds"
+rep=$($flood --port "$port" --pid "$svc_pid" --bodies 3 --body-bytes 900000 \
+	--body-path /v1/results --creds "$T/creds" --sources 1 --hold 4)
+diag "$rep"
+is "three 900 kB uploads at once, 2 MB for all: the third is 503" \
+	"$(j 'r["answers"]["body"].get("503", 0)')" 1
+is "  the other two were read (and refused as invalid JSON: 400)" \
+	"$(j 'r["answers"]["body"].get("400", 0)')" 2
+make_result "$T/r.json" 5001 "$(id -u $A)" $A
+req root POST /v1/results --data-binary @"$T/r.json"
+is "  the budget is given back: the next upload is stored" "$code" 201
+echo "max_body_total = 512k" >"$T/small.conf"
+run "$service" --config "$T/small.conf" --foreground
+is "max_body_total below max_body: exit 2" "$status" 2
+ok "  saying why" sh -c "printf '%s' \"\$1\" | grep -q 'max_body_total (524288) is smaller than max_body'" - "$err"
+ok "the service stops on SIGTERM" stop_service
 done_testing
