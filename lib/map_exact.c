@@ -31,6 +31,10 @@
  * optima (almost uniform all-to-all weights on a tree with few spare PUs)
  * get there, and the optimum was then found early; see docs/cost.md. */
 #define EXACT_BUDGET 100000L
+/* Search nodes after which the search stops even without a mapping (the
+ * caller then falls back to a heuristic): bounds that never bite, as with
+ * weights whose sums are no longer finite, must not make it endless. */
+#define EXACT_HARD_BUDGET (20 * EXACT_BUDGET)
 
 struct cand {
 	int pu;
@@ -348,6 +352,10 @@ static double assignment_cost(const double *cost, int k, int m)
 					j1 = j;
 				}
 			}
+			/* No finite reduced cost left (sums of weights near
+			 * DBL_MAX overflow): 0 is still a lower bound. */
+			if (j1 == 0)
+				return 0;
 			for (int j = 0; j <= m; j++) {
 				if (used[j]) {
 					u[p[j]] += delta;
@@ -495,13 +503,16 @@ static void search(struct exact *x, int depth, double cost, double pen,
 		record(x, cost, pen);
 		return;
 	}
-	if (++x->nodes > EXACT_BUDGET && x->found)
+	if (++x->nodes > EXACT_BUDGET && (x->found ||
+					   x->nodes > EXACT_HARD_BUDGET))
 		return;
 	t = x->order[depth];
 	for (int k = 0; k < npu; k++)
 		cands[k] = score(x, depth, t, pus[k]);
 	qsort(cands, (size_t)npu, sizeof(*cands), cand_cmp);
-	for (int k = 0; k < npu && x->nodes <= EXACT_BUDGET; k++) {
+	for (int k = 0; k < npu && (x->nodes <= EXACT_BUDGET ||
+				    (!x->found &&
+				     x->nodes <= EXACT_HARD_BUDGET)); k++) {
 		double c = cost + cands[k].cost, p = pen + cands[k].pen;
 		int nnext = 0;
 
@@ -703,6 +714,8 @@ static int run_exact(struct exact *x, const struct cm_matrix *m,
 		x->pos[t] = -1;
 	ncand = gen_candidates(x, 0, x->cand, 0);
 	search(x, 0, 0, 0, x->cand, ncand);
+	if (!x->found && x->nc > 0)
+		return errno = ETIME, -1;
 	if (x->found)
 		memcpy(x->pos, x->best_pos, sizeof(x->pos));
 	for (int t = 0; t < x->n; t++)
@@ -747,8 +760,11 @@ int cm_map_exact(const struct cm_topo *topo, const struct cm_matrix *m,
 	if (!x.node_cap || !x.node_load || !x.shape || !x.same_prev ||
 	    !x.cand || !x.cands || !x.dscratch || !x.clusters ||
 	    run_exact(&x, m, cap, pu_of_thread) < 0)
-		cm_errorf(err, ENOMEM, "out of memory searching %d threads "
-			  "on %d PUs", x.n, x.npus);
+		cm_errorf(err, errno == ETIME ? ETIME : ENOMEM,
+			  errno == ETIME ? "exact search found no mapping of "
+			  "%d threads on %d PUs within its step budget" :
+			  "out of memory searching %d threads on %d PUs",
+			  x.n, x.npus);
 	else
 		rv = 0;
 out:

@@ -37,6 +37,7 @@ static int json_edge(struct cm_matrix *m, size_t k, json_t *e,
 	int n = cm_matrix_nthreads(m);
 	json_int_t ij[2];
 	double w;
+	int rc;
 
 	if (!json_is_array(e) || json_array_size(e) != 3)
 		return cm_errorf(err, EINVAL,
@@ -70,13 +71,18 @@ static int json_edge(struct cm_matrix *m, size_t k, json_t *e,
 	if (w < 0)
 		return cm_errorf(err, EINVAL,
 				 "edges[%zu][2]: weight is negative", k);
-	if (cm_matrix_add(m, (int)ij[0], (int)ij[1], w) < 0)
-		return errno == ERANGE ?
-		       cm_errorf(err, EINVAL,
-				 "edges[%zu][2]: sum of duplicate edges "
-				 "overflows", k) :
-		       cm_errorf(err, errno, "edges[%zu]: %s", k,
+	if (w > CM_MATRIX_WEIGHT_MAX)
+		return cm_errorf(err, EINVAL, "edges[%zu][2]: weight is above "
+				 "the limit of %g", k, CM_MATRIX_WEIGHT_MAX);
+	rc = cm_matrix_add(m, (int)ij[0], (int)ij[1], w);
+	if (rc < 0 && errno != ERANGE)
+		return cm_errorf(err, errno, "edges[%zu]: %s", k,
 				 strerror(errno));
+	/* ERANGE (an infinite sum) or a sum above the bound. */
+	if (rc < 0 || cm_matrix_get(m, (int)ij[0], (int)ij[1]) >
+		      CM_MATRIX_WEIGHT_MAX)
+		return cm_errorf(err, EINVAL, "edges[%zu][2]: sum of duplicate "
+				 "edges overflows", k);
 	return 0;
 }
 
@@ -313,6 +319,10 @@ static int csv_number(struct csv *s, int field, const char *a, const char *b,
 		return cm_errorf(s->err, EINVAL, "line %d, field %d: weight "
 				 "is negative '%.*s'", s->line, field,
 				 QUOTE_MAX, tmp);
+	if (*w > CM_MATRIX_WEIGHT_MAX)
+		return cm_errorf(s->err, EINVAL, "line %d, field %d: weight "
+				 "is above the limit of %g", s->line, field,
+				 CM_MATRIX_WEIGHT_MAX);
 	return 0;
 }
 

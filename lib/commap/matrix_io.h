@@ -4,7 +4,8 @@
  *  - JSON, versioned:
  *      {"format": "commap-matrix", "version": 1, "threads": N,
  *       "edges": [[i, j, w], ...]}
- *    with 0 <= i < j < N, w >= 0 finite; duplicate edges are summed.
+ *    with 0 <= i < j < N, 0 <= w <= CM_MATRIX_WEIGHT_MAX; duplicate edges
+ *    are summed (the sum under the same bound).
  *  - An agent result file ("format": "commap-result"): its "threads" array
  *    gives N and its "edges" the matrix.
  *  - CSV: a square matrix, one row per line, comma separated, optional
@@ -31,6 +32,14 @@ enum cm_matrix_format {
 
 /* Largest number of threads a file may declare (guards allocations). */
 #define CM_MATRIX_MAX_THREADS (1 << 20)
+
+/* Largest weight a file may give an edge (and the largest sum of its
+ * duplicates).  A matrix of CM_MATRIX_MAX_THREADS threads holds at most
+ * 2^40 edges, so every sum of weights a mapper forms (times the few levels
+ * of a topology) stays below 1e293: finite, and the searches' bounds keep
+ * working.  Larger weights are refused, never rescaled: the file is wrong
+ * and its author should hear it. */
+#define CM_MATRIX_WEIGHT_MAX 1e280
 
 /* Parse a buffer (not necessarily NUL-terminated).  AUTO detects by
  * content: JSON if the first non-blank byte is '{', CSV otherwise.

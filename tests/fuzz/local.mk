@@ -3,7 +3,8 @@
 # Real fuzzing with libFuzzer: tests/fuzz/run-libfuzzer.sh TARGET SECONDS.
 FUZZ_TESTS = \
 	tests/fuzz/fuzz_matrix_json.t \
-	tests/fuzz/fuzz_matrix_csv.t
+	tests/fuzz/fuzz_matrix_csv.t \
+	tests/fuzz/fuzz_map_weights.t
 check_PROGRAMS += $(FUZZ_TESTS)
 TESTS += $(FUZZ_TESTS)
 FUZZ_LDADD = lib/libcommap.la $(HWLOC_LIBS) $(JANSSON_LIBS) -lm
@@ -23,6 +24,13 @@ tests_fuzz_fuzz_matrix_csv_t_SOURCES = \
 tests_fuzz_fuzz_matrix_csv_t_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DFUZZ_TARGET='"fuzz_matrix_csv"'
 tests_fuzz_fuzz_matrix_csv_t_LDADD = $(FUZZ_LDADD)
+# The mappers fed extreme weights (seeds in tests/fuzz/corpus/map_weights).
+tests_fuzz_fuzz_map_weights_t_SOURCES = \
+	tests/fuzz/fuzz_map_weights.c tests/fuzz/standalone_driver.c
+tests_fuzz_fuzz_map_weights_t_CPPFLAGS = $(AM_CPPFLAGS) \
+	-I$(top_srcdir)/tests/fuzz -DFUZZ_TARGET='"map_weights"' \
+	-DDEFAULT_MUTATIONS=300
+tests_fuzz_fuzz_map_weights_t_LDADD = $(FUZZ_LDADD)
 
 # The small parsers: SPANK settings, the service's configuration, the
 # agent's stdin protocol, learned models, /proc/PID/maps, kernel sample
@@ -73,6 +81,7 @@ FUZZ_TESTS_AGENT = \
 	tests/fuzz/fuzz_proc_maps.t \
 	tests/fuzz/fuzz_perf_record.t \
 	tests/fuzz/fuzz_fault_format.t \
+	tests/fuzz/fuzz_cma_record.t \
 	tests/fuzz/fuzz_decode.t
 check_PROGRAMS += $(FUZZ_TESTS_AGENT)
 TESTS += $(FUZZ_TESTS_AGENT)
@@ -96,6 +105,12 @@ tests_fuzz_fuzz_fault_format_t_CPPFLAGS = $(AM_CPPFLAGS) \
 	-I$(top_srcdir)/nodeagent -DFUZZ_TARGET='"fault_format"'
 tests_fuzz_fuzz_fault_format_t_CFLAGS = $(FUZZ_SMALL_CFLAGS)
 tests_fuzz_fuzz_fault_format_t_LDADD = $(FUZZ_AGENT_LDADD)
+tests_fuzz_fuzz_cma_record_t_SOURCES = tests/fuzz/fuzz_cma_record.c \
+	tests/fuzz/standalone_driver.c
+tests_fuzz_fuzz_cma_record_t_CPPFLAGS = $(AM_CPPFLAGS) \
+	-I$(top_srcdir)/nodeagent -DFUZZ_TARGET='"cma_record"'
+tests_fuzz_fuzz_cma_record_t_CFLAGS = $(FUZZ_SMALL_CFLAGS)
+tests_fuzz_fuzz_cma_record_t_LDADD = $(FUZZ_AGENT_LDADD)
 tests_fuzz_fuzz_decode_t_SOURCES = tests/fuzz/fuzz_decode.c \
 	tests/fuzz/standalone_driver.c
 tests_fuzz_fuzz_decode_t_CPPFLAGS = $(AM_CPPFLAGS) \

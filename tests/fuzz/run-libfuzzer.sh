@@ -22,6 +22,10 @@ inc="-I$top/lib -I$here"
 libs="$(pkg-config --cflags --libs jansson) -lm"
 case $target in
 fuzz_matrix_json|fuzz_matrix_csv) ;;
+fuzz_map_weights)
+	lib=$(cd "$top" && echo lib/*.c)
+	libs="$libs $(pkg-config --cflags --libs hwloc)"
+	;;
 fuzz_result_upload) lib="$lib service/result_validate.c"; inc="$inc -I$top/service" ;;
 fuzz_spank_config) lib="lib/error.c spank/spank_config.c"; inc="$inc -I$top/spank" ;;
 fuzz_svc_config) lib="lib/error.c service/svc_config.c"; inc="$inc -I$top/service" ;;

@@ -2,6 +2,7 @@
  * tie-breaking by spreading, optimality against brute force, and never
  * worse than a baseline. */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -367,6 +368,43 @@ static void test_edges(void)
 	cm_topo_free(holes);
 }
 
+/* Sums of weights near DBL_MAX are infinite: the bounds never bite.  The
+ * search must still end (it used to spin for ever in the assignment bound
+ * on "pack:1 core:4 pu:2" with two weights of 1.7e308) and either map
+ * every thread or fail with a message; auto then falls back. */
+static void test_extreme_weights(void)
+{
+	struct cm_topo *t = NULL;
+	struct cm_matrix *m = pairs(8, 1);
+	struct cm_map_options o = { .algorithm = CM_MAP_EXACT };
+	struct cm_error err = { "" };
+	int map[8], rc;
+
+	cm_topo_load_synthetic(&t, "pack:1 core:4 pu:2", NULL);
+	cm_matrix_set(m, 0, 1, 1.7e308);
+	cm_matrix_set(m, 2, 3, 1.7e308);
+	rc = cm_map_exact(t, m, &o, map, &err);
+	ok(rc == 0 ? cm_map_validate(t, 8, map, 0, &err) == 0 :
+		     err.text[0] != '\0',
+	   "two weights of 1.7e308: exact ends with a mapping or a reason");
+	if (rc < 0)
+		diag("  %s", err.text);
+	o.algorithm = CM_MAP_AUTO;
+	ok(cm_map(t, m, &o, map, &err) == 0 &&
+	   cm_map_validate(t, 8, map, 0, &err) == 0,
+	   "two weights of 1.7e308: auto maps every thread");
+	for (int i = 0; i < 8; i++)
+		for (int j = i + 1; j < 8; j++)
+			cm_matrix_set(m, i, j, DBL_MAX);
+	o.algorithm = CM_MAP_EXACT;
+	rc = cm_map_exact(t, m, &o, map, &err);
+	ok(rc == 0 ? cm_map_validate(t, 8, map, 0, &err) == 0 :
+		     err.text[0] != '\0',
+	   "all pairs at DBL_MAX: exact ends with a mapping or a reason");
+	cm_matrix_free(m);
+	cm_topo_free(t);
+}
+
 int main(void)
 {
 	test_pairs_small();
@@ -377,5 +415,6 @@ int main(void)
 	test_twelve_on_128();
 	test_near_uniform();
 	test_edges();
+	test_extreme_weights();
 	return done_testing();
 }
