@@ -1,5 +1,5 @@
 #!/bin/bash
-# Learned mappings (issue 7) with the real agent, real perf events, the
+# Learned mappings with the real agent, real perf events, the
 # real service on loopback and real munge: a dynamic run uploads, a second
 # run in --mode learned pins each thread at its pair's place as it appears
 # and never moves it again; a changed executable or another shape gets no

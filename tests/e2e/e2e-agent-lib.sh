@@ -26,7 +26,8 @@ e2e_require_mpi() {
 
 # e2e_agent_cluster PORT-BASE [PLUGSTACK-ARGS...]: a cluster on two free
 # ports from PORT-BASE (each test its own base, so they can run in
-# parallel) whose plugstack runs the real agent with the spool $spool.
+# parallel) whose plugstack runs the real agent ($plug_agent, below) with
+# the spool $spool.
 e2e_agent_cluster() {
 	local port
 	port=$(free_port_pair "$1") || port=$1
@@ -35,7 +36,25 @@ e2e_agent_cluster() {
 	e2e_cluster_start "default=off agent=$agent spool=/tmp"
 	spool=$E2E_DIR/spool
 	mkdir -p "$spool"
-	e2e_plugstack "default=off agent=$agent spool=$spool $*"
+	plug_agent=$E2E_DIR/agent
+	e2e_fixed_period_agent "$plug_agent"
+	e2e_plugstack "default=off agent=$plug_agent spool=$spool $*"
+}
+
+# e2e_fixed_period_agent PATH: a script at PATH that runs the real agent
+# with a fixed sampling period (E2E_PERIOD_US, 1000 µs) and the plugin's
+# arguments; exec keeps the pid the plugin knows.  Left to its overhead
+# budget, an agent whose sample-cost calibration runs beside other work
+# (the suite runs two tests at once) samples every 7.6-10 ms instead of
+# ~1.4 ms, and its matrix, aged in wall time, then never holds the
+# evidence a mapping needs: these tests check what is detected, mapped
+# and pinned through Slurm, not the budget (tests/unit/test_sample_rate).
+e2e_fixed_period_agent() {
+	cat >"$1" <<EOS
+#!/bin/sh
+exec "$agent" --period-us ${E2E_PERIOD_US:-1000} "\$@"
+EOS
+	chmod 755 "$1"
 }
 
 # "${job_wrap[@]}" IDFILE PROGRAM ARGS...: what srun runs to record its

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 5 acceptance, threads: a program of 4 threads in communicating
+# Threads: a program of 4 threads in communicating
 # pairs under srun --commap=dynamic -c 2 ends with each pair on one PU of
 # its own (2 PUs), in the agent's spooled result and in the kernel's real
 # affinity of the live threads; the site default applies without the
@@ -15,7 +15,7 @@ truth=$E2E_DIR/truth.json
 tmap=$E2E_DIR/truth-map.txt
 snap=$E2E_DIR/affinity.txt
 timeout 60 srun --commap=dynamic -n1 -c 2 "${job_wrap[@]}" "$E2E_DIR/job1" \
-	"$wl_threads" --pattern pairs --threads 4 --seconds 2.5 \
+	"$wl_threads" --pattern pairs --threads 4 --cpu-seconds 1.2 --seconds 40 \
 	--truth "$truth" --truth-map "$tmap" >"$E2E_DIR/out1" 2>&1 &
 srun_pid=$!
 wl=$(pid_of_program wl-threads "$tmap")
@@ -41,7 +41,7 @@ ok $rc "the live threads' real affinity agrees ($out)"
 [ $rc -eq 0 ] || diag "snapshot: $(cat "$snap" 2>/dev/null)"
 
 # Site default, real agent: no option, an agent maps the step.
-e2e_plugstack "default=dynamic agent=$agent spool=$spool"
+e2e_plugstack "default=dynamic agent=$plug_agent spool=$spool"
 timeout 60 srun -n1 -c 2 "${job_wrap[@]}" "$E2E_DIR/job2" "$wl_threads" \
 	--pattern pairs --threads 4 --cpu-seconds 1 --seconds 30
 ok $? "default=dynamic: srun without --commap exits 0"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 5 acceptance, MPI: 2 ranks started by srun --mpi=pmix, each with 2
+# MPI: 2 ranks started by srun --mpi=pmix, each with 2
 # threads, thread t of rank 0 sharing with thread t of rank 1 through an
 # MPI-3 shared window (wl-mpi phases with the switch at 0: edges (0,2) and
 # (1,3) over rank-major workload threads, all across ranks).  The agent's
@@ -18,7 +18,7 @@ truth=$E2E_DIR/truth.json
 tmap=$E2E_DIR/truth-map.txt
 out=$(timeout 60 srun --mpi=pmix -n 2 --commap=dynamic \
 	"${job_wrap[@]}" "$E2E_DIR/job" "$wl_mpi" --pattern phases \
-	--phase-seconds 0 --threads 2 --seconds 2.5 \
+	--phase-seconds 0 --threads 2 --cpu-seconds 1.2 --seconds 40 \
 	--truth "$truth" --truth-map "$tmap" 2>&1)
 rc=$?
 [ -s "$truth" ] || rc=1

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 5 acceptance, mpirun inside sbatch: on one node mpirun forks the
+# mpirun inside sbatch: on one node mpirun forks the
 # ranks itself (no Slurm task per rank, no SPANK task hook sees them), so
 # only the batch step's agent, following the batch script's descendants,
 # can see them.  Its result holds the threads of ranks 0 and 1, links the
@@ -18,7 +18,7 @@ cat >"$E2E_DIR/job.sh" <<EOS
 #!/bin/sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 exec mpirun -np 2 --oversubscribe "$wl_mpi" --pattern phases \
-	--phase-seconds 0 --threads 2 --seconds 2.5 \
+	--phase-seconds 0 --threads 2 --cpu-seconds 1.2 --seconds 40 \
 	--truth "$truth" --truth-map "$tmap"
 EOS
 job=$(sbatch --parsable --commap=dynamic -n 2 -o "$E2E_DIR/job.out" \

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 5 acceptance, failures of the real agent never fail the job:
+# Failures of the real agent never fail the job:
 # - the agent killed with -9 mid-step: the job exits 0 in its normal time
 #   (the same job with --commap=off, in this test, plus a generous margin);
 # - the service unreachable (a closed port): the job exits 0 and the result
@@ -45,7 +45,7 @@ ok $? "no agent left for job $job"
 # The service unreachable: a port nobody listens on.
 port=$(python3 -c 'import socket
 s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-e2e_plugstack "default=off agent=$agent spool=$spool service=http://127.0.0.1:$port"
+e2e_plugstack "default=off agent=$plug_agent spool=$spool service=http://127.0.0.1:$port"
 out=$(timeout 60 srun --commap=dynamic -n1 -c 2 "${job_wrap[@]}" \
 	"$E2E_DIR/job2" "$wl_threads" --pattern pairs --threads 4 \
 	--cpu-seconds 1 --seconds 30 2>&1)

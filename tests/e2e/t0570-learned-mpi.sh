@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 7 acceptance, MPI and hybrid: learned mappings under
+# MPI and hybrid: learned mappings under
 # srun --mpi=pmix on the local cluster, with the real agent, the real
 # service (on loopback, started here) and munge.
 #
@@ -48,11 +48,11 @@ url=http://127.0.0.1:$port
 # E2E_AGENT_VERBOSE=1: the agent logs every scan's pins (-v -v) into
 # $spool/agent-JOB.0.log (with E2E_KEEP=1 to read them afterwards).
 if [ -n "${E2E_AGENT_VERBOSE:-}" ]; then
-	printf '#!/bin/sh\nexec %s -v -v "$@"\n' "$agent" >"$E2E_DIR/agent-v"
+	printf '#!/bin/sh\nexec %s -v -v "$@"\n' "$plug_agent" >"$E2E_DIR/agent-v"
 	chmod 755 "$E2E_DIR/agent-v"
-	agent=$E2E_DIR/agent-v
+	plug_agent=$E2E_DIR/agent-v
 fi
-e2e_plugstack "default=off agent=$agent spool=$spool service=$url"
+e2e_plugstack "default=off agent=$plug_agent spool=$spool service=$url"
 [ -n "${E2E_KEEP:-}" ] && diag "e2e dir: $E2E_DIR"
 
 # service_result JOB FILE: the step's result as the agent uploaded it

@@ -6,8 +6,8 @@
 # 2. the workloads' ground-truth files, read back by commap;
 # 3. every workload under `commap run --output`: cosine similarity of the
 #    detected matrix with the truth >= 0.9, no migrations for independent
-#    threads, and the phase change remapped within 1 s of the switch
-#    (issue 4 acceptance).  Part 3 is skipped while `commap run` is not
+#    threads, and the phase change remapped within 1 s of the switch.
+#    Part 3 is skipped while `commap run` is not
 #    built.  About 30 s on 2 idle cores (runs are in CPU time: longer on a
 #    loaded machine).
 . "$top_srcdir/tests/integration/tap.sh"
