@@ -42,6 +42,7 @@
 #include "collect.h"
 #include "commap/cost.h"
 #include "commap/mapping.h"
+#include "commap/placement_check.h"
 #include "commap/topology.h"
 #include "model_fetch.h"
 #include "pin.h"
@@ -756,6 +757,26 @@ static void guard_undo(struct agent *a, const char *why)
 		snprintf(e->note, sizeof(e->note), "%s", why);
 }
 
+/* Does some PU hold more live threads than the placement invariant
+ * allows (an explicit static mapping can)? */
+static int stacked(struct agent *a)
+{
+	int n = cm_tracker_nthreads(a->tr), live = 0, rc;
+	int *os = malloc((size_t)(n ? n : 1) * sizeof(int));
+
+	if (!os)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		int alive = cm_tracker_thread(a->tr, i)->alive;
+
+		os[i] = alive ? a->cur_os[i] : -1;
+		live += alive;
+	}
+	rc = cm_placement_check(cm_topo_npus(a->topo), live, n, os, NULL) < 0;
+	free(os);
+	return rc;
+}
+
 /* A window after the mapping has passed: judge it (every loop turn). */
 static void guard_poll(struct agent *a)
 {
@@ -777,10 +798,18 @@ static void guard_poll(struct agent *a)
 			      (double)(now - a->g_apply_ns) / 1e9, &after) < 0 ||
 	    after.threads == 0)
 		return;
-	if (a->g_have_before)
+	if (a->g_have_before) {
 		ref = a->g_before;
-	else
+	} else if (!stacked(a)) {
+		/* Without a window before the mapping, the reference is a
+		 * model that ignores other jobs' load: it judges only a
+		 * placement that stacks threads beyond their share. */
+		agent_debug("progress guard: first placement within the "
+			    "invariant: kept");
+		return;
+	} else {
 		cm_guard_baseline(after.busy, cm_topo_npus(a->topo), &ref);
+	}
 	a->res.guard_checked++;
 	if (cm_guard_worse(&ref, &after, !a->g_have_before, why, sizeof(why)))
 		guard_undo(a, why);

@@ -15,7 +15,10 @@
  * that way, is not taken for the mapping's fault.  Threads first placed
  * by the mapping (static and learned modes pin threads as they appear)
  * have no window before it: then the reference is what the step's busy
- * threads would get unpinned on its PUs (cm_guard_baseline).
+ * threads would get unpinned on its PUs (cm_guard_baseline), a model
+ * that does not see other jobs' load, so the agent judges that way only
+ * a placement that stacks threads beyond the placement invariant (an
+ * explicit static mapping can).
  *
  * Pure except cm_guard_read_schedstat; unit-tested in
  * tests/agent/test_progress_guard.c.

@@ -6,6 +6,7 @@ AGENT_UNIT_TESTS = \
 	tests/agent/test_remap_policy.t \
 	tests/agent/test_placement.t \
 	tests/agent/test_placement_property.t \
+	tests/agent/test_progress_guard.t \
 	tests/agent/test_agent_result.t \
 	tests/agent/test_app_identity.t
 check_PROGRAMS += $(AGENT_UNIT_TESTS) tests/agent/pairs
@@ -25,6 +26,9 @@ tests_agent_test_placement_property_t_SOURCES = \
 	tests/agent/test_placement_property.c
 tests_agent_test_placement_property_t_CFLAGS = $(AGENT_UNIT_CFLAGS)
 tests_agent_test_placement_property_t_LDADD = $(AGENT_UNIT_LDADD)
+tests_agent_test_progress_guard_t_SOURCES = tests/agent/test_progress_guard.c
+tests_agent_test_progress_guard_t_CFLAGS = $(AGENT_UNIT_CFLAGS)
+tests_agent_test_progress_guard_t_LDADD = $(AGENT_UNIT_LDADD)
 # The result is checked with the service's own validator (pure code).
 tests_agent_test_agent_result_t_SOURCES = tests/agent/test_agent_result.c \
 	service/result_validate.c
@@ -58,7 +62,8 @@ tests_agent_pairs_LDFLAGS =
 AGENT_SH_TESTS = \
 	tests/agent/t0700-run.sh \
 	tests/agent/t0710-agent.sh \
-	tests/agent/t0750-check.sh
+	tests/agent/t0750-check.sh \
+	tests/agent/t0770-placement.sh
 if HAVE_CAPSTONE
 TESTS += $(AGENT_SH_TESTS)
 endif
