@@ -49,5 +49,10 @@ struct agent_static {
 int agent_static_load(const char *path, struct agent_static *out,
 		      struct cm_error *err);
 void agent_static_free(struct agent_static *s);
+/* Whose rights the file is read with, and the directory a relative path
+ * is taken from (NULL: ours); set before agent_run(). */
+struct cm_user_cred;
+void agent_static_set_reader(const struct cm_user_cred *cred,
+			     const char *dir);
 
 #endif

@@ -4,10 +4,25 @@
  * pids on standard input) or by `commap run` (--pid CHILD --ready-fd FD).
  * This file holds the command line, logging and signals; the work is in
  * agent_loop.c.  Exit status: 0 done, 1 the result could not be written
- * or spooled, 2 bad command line (the message names the option).
+ * or spooled, 2 bad command line (the message names the option), 3 ended
+ * by the watchdog.
+ *
+ * The watchdog: the agent is root on a node shared with users, so it must
+ * never linger.  The first SIGTERM (SIGINT, SIGHUP) asks the loop to
+ * finish and arms an alarm; if the result is not out AGENT_STOP_GRACE_S
+ * later, the agent _exit()s wherever it is.  Under Slurm the end of the
+ * step (the plugin closes our standard input) starts the same clock, a
+ * longer one (AGENT_STEP_END_GRACE_S) since the result is then written and
+ * uploaded.
  */
+#define _GNU_SOURCE	/* POLLRDHUP, getgrouplist */
 #include <config.h>
 
+#include <errno.h>
+#include <grp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,6 +31,11 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "user_file.h"
+
+/* Seconds between SIGTERM, or the end of the step, and the watchdog. */
+#define AGENT_STOP_GRACE_S 5
+#define AGENT_STEP_END_GRACE_S 10
 
 volatile sig_atomic_t agent_stop_requested;
 static int verbosity;
@@ -66,10 +86,55 @@ void agent_debug(const char *fmt, ...)
 	va_end(ap);
 }
 
+static void __attribute__((noreturn)) on_watchdog(int sig)
+{
+	static const char msg[] = "commap-agent: watchdog: not finished in "
+				  "time, exiting; no result for this run\n";
+	ssize_t unused = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+
+	(void)unused;
+	(void)sig;
+	_exit(3);
+}
+
 static void on_stop(int sig)
 {
 	(void)sig;
+	if (!agent_stop_requested)
+		alarm(AGENT_STOP_GRACE_S);
 	agent_stop_requested = 1;
+}
+
+/* Waits for the plugin's end of the control socket to close, without
+ * reading it (the loop reads the task lines), then gives the agent its
+ * grace to deliver. */
+static void *step_end_watch(void *arg)
+{
+	struct pollfd p = { .fd = STDIN_FILENO, .events = POLLRDHUP };
+
+	(void)arg;
+	while (poll(&p, 1, -1) < 0 || !(p.revents & (POLLRDHUP | POLLHUP |
+						     POLLERR | POLLNVAL)))
+		p.revents = 0;
+	sleep(AGENT_STEP_END_GRACE_S);
+	on_watchdog(0);
+}
+
+static void start_step_end_watch(const struct cm_agent_opts *o)
+{
+	pthread_t t;
+	sigset_t all, old;
+
+	if (!o->tasks_from_stdin)
+		return;
+	/* Signals go to the main thread, whose loop looks at the flag. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&t, NULL, step_end_watch, NULL) == 0)
+		pthread_detach(t);
+	else
+		agent_warn("no step-end watchdog: %s", strerror(errno));
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 static void setup_signals(void)
@@ -82,8 +147,42 @@ static void setup_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = on_watchdog;
+	sigaction(SIGALRM, &sa, NULL);
 	/* A closed log or ready pipe must not kill us before the result. */
 	signal(SIGPIPE, SIG_IGN);
+}
+
+/* The job's identity for reading the files it names: --uid, --gid (else
+ * the user's primary group), --groups (else the user's groups from the
+ * group database, as initgroups() would give them). */
+static void set_static_reader(const struct cm_agent_opts *o)
+{
+	static gid_t groups[CM_AGENT_MAX_GROUPS];
+	struct cm_user_cred cred = { .uid = (uid_t)-1 };
+	struct passwd *pw;
+	int n = CM_AGENT_MAX_GROUPS;
+
+	if (o->mode != CM_AGENT_MODE_STATIC)
+		return;
+	if (o->uid != (uid_t)-1 && (geteuid() == 0 || o->uid != getuid())) {
+		pw = getpwuid(o->uid);
+		cred.uid = o->uid;
+		cred.gid = o->gid != (gid_t)-1 ? o->gid :
+			   pw ? pw->pw_gid : (gid_t)o->uid;
+		if (o->ngroups >= 0) {
+			memcpy(groups, o->groups,
+			       sizeof(gid_t) * (size_t)o->ngroups);
+			n = o->ngroups;
+		} else if (!pw || getgrouplist(pw->pw_name, cred.gid, groups,
+					       &n) < 0) {
+			groups[0] = cred.gid;
+			n = 1;
+		}
+		cred.groups = groups;
+		cred.ngroups = n;
+	}
+	agent_static_set_reader(&cred, o->cwd);
 }
 
 static void usage(FILE *f)
@@ -93,6 +192,8 @@ static void usage(FILE *f)
 	      "         (--pid PID[:RANK] ... | --tasks-from-stdin)\n"
 	      "         [--job N --step N --uid N --stepd-pid PID] "
 	      "[--spool DIR] [--service URL]\n"
+	      "         [--gid N] [--groups G,G,...] [--cwd DIR] "
+	      "[--cluster NAME]\n"
 	      "         [--output FILE] [--backend auto|sample|hw|fault"
 	      "[+fault]] [--period-us N]\n"
 	      "         [--topology SPEC | --topology-xml FILE] "
@@ -125,5 +226,7 @@ int main(int argc, char *argv[])
 		o.service = getenv("COMMAP_SERVICE");
 	agent_log_set_verbosity(o.verbose);
 	setup_signals();
+	set_static_reader(&o);
+	start_step_end_watch(&o);
 	return agent_run(&o, argc, argv);
 }

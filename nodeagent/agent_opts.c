@@ -20,6 +20,8 @@ void cm_agent_opts_default(struct cm_agent_opts *o)
 	o->job = -1;
 	o->step = -1;
 	o->uid = (uid_t)-1;
+	o->gid = (gid_t)-1;
+	o->ngroups = -1;
 	o->ready_fd = -1;
 	o->alpha = 0.75;
 	o->gain = CM_AGENT_GAIN_DEFAULT;
@@ -237,7 +239,8 @@ enum {
 	OPT_MODE = 256, OPT_STATIC, OPT_BACKEND, OPT_PERIOD, OPT_JOB,
 	OPT_STEP, OPT_UID, OPT_STEPD, OPT_SPOOL, OPT_SERVICE, OPT_OUTPUT,
 	OPT_STDIN, OPT_PID, OPT_TOPO, OPT_TOPO_XML, OPT_READY, OPT_ALPHA,
-	OPT_GAIN, OPT_SCAN, OPT_VERBOSE, OPT_NUMA, OPT_OVERHEAD,
+	OPT_GAIN, OPT_SCAN, OPT_VERBOSE, OPT_NUMA, OPT_OVERHEAD, OPT_GID,
+	OPT_GROUPS, OPT_CWD, OPT_CLUSTER,
 };
 
 static const struct option long_opts[] = {
@@ -248,6 +251,10 @@ static const struct option long_opts[] = {
 	{ "job", required_argument, NULL, OPT_JOB },
 	{ "step", required_argument, NULL, OPT_STEP },
 	{ "uid", required_argument, NULL, OPT_UID },
+	{ "gid", required_argument, NULL, OPT_GID },
+	{ "groups", required_argument, NULL, OPT_GROUPS },
+	{ "cwd", required_argument, NULL, OPT_CWD },
+	{ "cluster", required_argument, NULL, OPT_CLUSTER },
 	{ "stepd-pid", required_argument, NULL, OPT_STEPD },
 	{ "spool", required_argument, NULL, OPT_SPOOL },
 	{ "service", required_argument, NULL, OPT_SERVICE },
@@ -265,6 +272,48 @@ static const struct option long_opts[] = {
 	{ "overhead", required_argument, NULL, OPT_OVERHEAD },
 	{ NULL, 0, NULL, 0 },
 };
+
+/* "G,G,...": numeric gids; "" for none. */
+static int parse_groups(struct cm_agent_opts *o, const char *s,
+			struct cm_error *err)
+{
+	char buf[CM_AGENT_MAX_GROUPS * 11 + 1], *save = NULL;
+
+	if (strlen(s) >= sizeof(buf))
+		return cm_errorf(err, EINVAL, "--groups: list too long");
+	strcpy(buf, s);
+	o->ngroups = 0;
+	for (char *w = strtok_r(buf, ",", &save); w;
+	     w = strtok_r(NULL, ",", &save)) {
+		unsigned long long g;
+
+		if (o->ngroups >= CM_AGENT_MAX_GROUPS)
+			return cm_errorf(err, EINVAL, "--groups: more than %d "
+					 "groups", CM_AGENT_MAX_GROUPS);
+		if (parse_ull(w, 0, UINT32_MAX - 1, &g) < 0)
+			return cm_errorf(err, EINVAL, "--groups: invalid gid "
+					 "'%s' (want G,G,...)", w);
+		o->groups[o->ngroups++] = (gid_t)g;
+	}
+	return 0;
+}
+
+/* A cluster name goes into the result as is: letters, digits, '-', '_'
+ * and '.' only, so it is valid JSON text and a safe key. */
+static int parse_cluster(struct cm_agent_opts *o, const char *s,
+			 struct cm_error *err)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > CM_AGENT_CLUSTER_MAX ||
+	    strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		   "0123456789-_.") != n)
+		return cm_errorf(err, EINVAL, "--cluster: invalid name (want "
+				 "1 to %d letters, digits, '-', '_', '.')",
+				 CM_AGENT_CLUSTER_MAX);
+	o->cluster = s;
+	return 0;
+}
 
 static int add_root(struct cm_agent_opts *o, const char *s,
 		    struct cm_error *err)
@@ -307,6 +356,21 @@ static int apply_option(struct cm_agent_opts *o, int c, const char *v,
 			return -1;
 		o->uid = (uid_t)n;
 		return 0;
+	case OPT_GID:
+		if (parse_num("--gid", v, 0, UINT32_MAX - 1, &n, err) < 0)
+			return -1;
+		o->gid = (gid_t)n;
+		return 0;
+	case OPT_GROUPS:
+		return parse_groups(o, v, err);
+	case OPT_CWD:
+		if (v[0] != '/')
+			return cm_errorf(err, EINVAL, "--cwd: '%s' is not an "
+					 "absolute path", v);
+		o->cwd = v;
+		return 0;
+	case OPT_CLUSTER:
+		return parse_cluster(o, v, err);
 	case OPT_STEPD:
 		if (parse_num("--stepd-pid", v, 1, INT_MAX, &n, err) < 0)
 			return -1;

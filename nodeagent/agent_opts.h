@@ -3,6 +3,7 @@
  *   commap-agent --mode off|dynamic|learned|static[:FILE] [--static FILE]
  *                (--pid PID[:RANK] ... | --tasks-from-stdin)
  *                [--job N --step N --uid N --stepd-pid PID]
+ *                [--gid N] [--groups G,G,...] [--cwd DIR] [--cluster NAME]
  *                [--spool DIR] [--service URL] [--output FILE]
  *                [--backend auto|sample|fault|hw|sample+fault|hw+fault]
  *                [--period-us N] [--topology SPEC | --topology-xml FILE]
@@ -43,6 +44,11 @@ struct cm_agent_root {
 	int rank;		/* -1: from the process's environment */
 };
 
+/* Supplementary groups given with --groups. */
+#define CM_AGENT_MAX_GROUPS 256
+/* Longest --cluster (Slurm's ClusterName is short). */
+#define CM_AGENT_CLUSTER_MAX 63
+
 #define CM_AGENT_PERIOD_US_DEFAULT 1000u
 #define CM_AGENT_PERIOD_US_MIN 10u
 #define CM_AGENT_PERIOD_US_MAX 1000000u
@@ -57,6 +63,11 @@ struct cm_agent_opts {
 	unsigned period_us;		/* sampling period, CPU time */
 	long long job, step;		/* -1: not in Slurm */
 	uid_t uid;			/* (uid_t)-1: any owner */
+	gid_t gid;			/* (gid_t)-1: the user's primary */
+	gid_t groups[CM_AGENT_MAX_GROUPS];	/* the job's supplementary */
+	int ngroups;			/* -1: not given (look them up) */
+	const char *cwd;		/* the job's working directory */
+	const char *cluster;		/* Slurm's ClusterName, NULL */
 	pid_t stepd_pid;		/* 0: none */
 	const char *spool;		/* NULL: none */
 	const char *service;		/* NULL: none */

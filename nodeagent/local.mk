@@ -59,6 +59,7 @@ nodeagent_libagentcore_la_SOURCES = \
 	nodeagent/progress_guard.h nodeagent/progress_guard.c \
 	nodeagent/agent_result.h nodeagent/agent_result.c \
 	nodeagent/agent.h nodeagent/agent_static.c \
+	nodeagent/user_file.h nodeagent/user_file.c \
 	nodeagent/app_identity.h nodeagent/app_identity.c
 nodeagent_libagentcore_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) \
 	$(CRYPTO_CFLAGS)
