@@ -193,6 +193,25 @@ size_t remote_count_pins(const json_t *migrations, int moved)
 	return k;
 }
 
+/* Why nothing was pinned, and the progress guard's undos
+ * (docs/agent.md, docs/result-format.md). */
+static void print_placement_notes(FILE *out, const json_t *doc)
+{
+	const json_t *tl = json_object_get(doc, "timeline");
+	const char *np = jstr(doc, "not_pinned");
+
+	if (np)
+		fprintf(out, "  not pinned   %s\n", np);
+	for (size_t k = 0; k < json_array_size(tl); k++) {
+		const json_t *e = json_array_get(tl, k);
+		const char *why = jstr(e, "reason"), *note = jstr(e, "note");
+
+		if (why && strcmp(why, "guard-undo") == 0)
+			fprintf(out, "  guard        mapping undone at %.2f s: "
+				"%s\n", jnum(e, "t", 0), note ? note : "");
+	}
+}
+
 static void print_summary(FILE *out, const struct text_result *r)
 {
 	const json_t *doc = r->doc, *topo = json_object_get(doc, "topology");
@@ -231,6 +250,7 @@ static void print_summary(FILE *out, const struct text_result *r)
 		remote_count_pins(json_object_get(doc, "migrations"), 0),
 		remote_count_pins(json_object_get(doc, "migrations"), 1),
 		json_array_size(json_object_get(doc, "timeline")));
+	print_placement_notes(out, doc);
 }
 
 /* ---- heatmap ------------------------------------------------------------- */

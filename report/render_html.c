@@ -134,6 +134,28 @@ static const char *basename_of(const char *path)
 
 /* ---- the job page ------------------------------------------------------ */
 
+/* Why nothing was pinned, and each mapping the progress guard undid
+ * (docs/agent.md). */
+static void placement_notes(FILE *out, const json_t *doc)
+{
+	const json_t *tl = json_object_get(doc, "timeline");
+	char label[64];
+
+	kv(out, "not pinned", json_string_value(json_object_get(doc,
+								"not_pinned")));
+	for (size_t k = 0; k < json_array_size(tl); k++) {
+		const json_t *e = json_array_get(tl, k);
+		const char *why = json_string_value(json_object_get(e,
+								    "reason"));
+
+		if (!why || strcmp(why, "guard-undo") != 0)
+			continue;
+		snprintf(label, sizeof(label), "progress guard, %.2f s",
+			 json_number_value(json_object_get(e, "t")));
+		kv(out, label, json_string_value(json_object_get(e, "note")));
+	}
+}
+
 /* Whether the run started from a learned model (the agent's "model"
  * field; absent: it did not look for one). */
 static void model_used(FILE *out, const json_t *m)
@@ -194,6 +216,7 @@ static void identity_table(FILE *out, const struct cm_report *r,
 	}
 	kv(out, "mode", r->mode);
 	model_used(out, json_object_get(r->doc, "model"));
+	placement_notes(out, r->doc);
 	kv(out, "detection backend", r->backend);
 	kv(out, "started", r->started_at);
 	kv(out, "ended", r->ended_at);

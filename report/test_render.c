@@ -385,8 +385,34 @@ static void test_pages(void)
 	json_decref(doc);
 }
 
+/* Why nothing was pinned and the progress guard's undo, on the page. */
+static void test_placement_notes(void)
+{
+	json_t *doc = make_result(4, 2, 1.0, "pack:1 core:4 pu:1", "0-3",
+				  "app");
+	char *buf = NULL;
+	int rc;
+
+	json_object_set_new(doc, "not_pinned",
+			    json_string("equidistant: <all> the same"));
+	json_array_append_new(json_object_get(doc, "timeline"), json_pack(
+		"{s:f, s:[i, i, i, i], s:s, s:s}", "t", 0.37, "pu_of_thread",
+		-1, -1, -1, -1, "reason", "guard-undo", "note",
+		"CPU 2.00 -> 0.42 s/s"));
+	RENDER(buf, cm_render_job_html(f_, doc, NULL, NULL));
+	ok(rc == 0 && strstr(buf, "<th>not pinned</th><td>equidistant: "
+			     "&lt;all&gt; the same</td>"),
+	   "the page says why nothing was pinned (escaped)");
+	ok(strstr(buf, "<th>progress guard, 0.37 s</th><td>CPU 2.00 -&gt; "
+			"0.42 s/s</td>") != NULL,
+	   "the page shows the guard's undo and its measures");
+	free(buf);
+	json_decref(doc);
+}
+
 int main(void)
 {
+	test_placement_notes();
 	test_parse_errors();
 	test_parse();
 	test_escape();
