@@ -1911,6 +1911,8 @@ static void fill_identity(struct agent *a)
 	r->job = a->o->job;
 	r->step = a->o->step;
 	gethostname(r->node, sizeof(r->node) - 1);
+	snprintf(r->cluster, sizeof(r->cluster), "%s",
+		 a->o->cluster ? a->o->cluster : "");
 	if (uid == (uid_t)-1 && (!p || cm_proc_read_uid("/proc", p->pid,
 							&uid) < 0))
 		uid = getuid();

@@ -438,6 +438,9 @@ static json_t *document(const struct cm_agent_result *r,
 	bad |= json_object_set_new(o, "format", json_string("commap-result"));
 	bad |= json_object_set_new(o, "version", json_integer(1));
 	bad |= json_object_set_new(o, "identity", identity_json(r));
+	if (r->cluster[0])
+		bad |= json_object_set_new(o, "cluster",
+					   json_string(r->cluster));
 	bad |= json_object_set_new(o, "mode", json_string(r->mode));
 	bad |= json_object_set_new(o, "backend", r->backend ?
 				   json_string(r->backend) : json_null());

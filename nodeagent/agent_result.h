@@ -81,6 +81,7 @@ struct cm_agent_result {
 	/* identity; job/step -1 outside Slurm */
 	long long job, step;
 	char node[256];
+	char cluster[64];	/* Slurm's ClusterName; "" unknown (omitted) */
 	char user[64];
 	uid_t uid;
 	char executable[4096];
