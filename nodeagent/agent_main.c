@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -185,6 +186,18 @@ static void set_static_reader(const struct cm_agent_opts *o)
 	agent_static_set_reader(&cred, o->cwd);
 }
 
+/* Neither the service nor the spool took the result: our own log may be
+ * in that spool, or /dev/null, so the system log hears it too. */
+static void log_lost_result(const struct cm_agent_opts *o)
+{
+	openlog("commap-agent", LOG_PID, LOG_DAEMON);
+	syslog(LOG_ERR, "job %lld step %lld: the result was not delivered "
+	       "(service %s, spool %s); it is lost", o->job, o->step,
+	       o->service ? o->service : "none",
+	       o->spool ? o->spool : "none");
+	closelog();
+}
+
 static void usage(FILE *f)
 {
 	fputs("usage: commap-agent --mode off|dynamic|learned|static[:FILE] "
@@ -207,6 +220,7 @@ int main(int argc, char *argv[])
 {
 	struct cm_agent_opts o;
 	struct cm_error err;
+	int rc;
 
 	if (argc == 2 && (strcmp(argv[1], "--help") == 0 ||
 			  strcmp(argv[1], "-h") == 0)) {
@@ -228,5 +242,8 @@ int main(int argc, char *argv[])
 	setup_signals();
 	set_static_reader(&o);
 	start_step_end_watch(&o);
-	return agent_run(&o, argc, argv);
+	rc = agent_run(&o, argc, argv);
+	if (rc == 1)
+		log_lost_result(&o);
+	return rc;
 }

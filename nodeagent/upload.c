@@ -141,10 +141,34 @@ static void answer_reason(const char *body, char *out, size_t size)
 
 /* ---- the spool ----------------------------------------------------------- */
 
+/* A spool others can write to would let them plant links that root's
+ * agent follows, or read and forge results: it must be a real directory,
+ * ours (root's under Slurm), writable by us only. */
+static int check_dir(const char *dir, struct cm_error *err)
+{
+	struct stat st;
+
+	if (lstat(dir, &st) < 0)
+		return cm_errorf(err, errno, "spool directory %s: %s", dir,
+				 strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return cm_errorf(err, ENOTDIR, "spool %s is not a directory "
+				 "(a link?): refused", dir);
+	if (st.st_uid != geteuid())
+		return cm_errorf(err, EPERM, "spool directory %s is owned by "
+				 "uid %u, not %u: refused", dir,
+				 (unsigned)st.st_uid, (unsigned)geteuid());
+	if (st.st_mode & 022)
+		return cm_errorf(err, EPERM, "spool directory %s is writable "
+				 "by group or others (mode %04o; want 0700): "
+				 "refused", dir, (unsigned)(st.st_mode & 07777));
+	return 0;
+}
+
 static int ensure_dir(const char *dir, struct cm_error *err)
 {
 	if (mkdir(dir, 0700) == 0 || errno == EEXIST)
-		return 0;
+		return check_dir(dir, err);
 	return cm_errorf(err, errno, "cannot create spool directory %s: %s",
 			 dir, strerror(errno));
 }
@@ -250,7 +274,8 @@ static int write_new_file(const char *dir, const char *name, const char *doc,
 
 	bprintf(dst, sizeof(dst), "%s/%s", dir, name);
 	bprintf(tmp, sizeof(tmp), "%s/.%s.tmp.%ld", dir, name, (long)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		  0600);
 	if (fd < 0)
 		return cm_errorf(err, errno, "cannot write %s: %s", tmp,
 				 strerror(errno));
@@ -872,7 +897,7 @@ static int spool_lock(const char *spool)
 	int fd;
 
 	bprintf(path, sizeof(path), "%s/.lock", spool);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -1;
 	if (flock(fd, LOCK_EX | LOCK_NB)) {

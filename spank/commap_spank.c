@@ -9,6 +9,12 @@
  * a bad site configuration disables the plugin with one slurmd log line, a
  * missing agent leaves the job running unpinned with one line.
  *
+ * Where lines go: in slurmstepd, slurm_error() reaches the user's srun
+ * stderr (and a batch job's output file) as well as slurmd's log, while
+ * slurm_info() and below go to slurmd's log only.  Site problems (agent
+ * missing, spool refused, agent died) are slurm_info(); only a bad
+ * --commap value, the user's own mistake, is slurm_error().
+ *
  * plugstack.conf (ship it as "optional", see docs/slurm.md):
  *   optional /usr/local/lib/commap/commap_spank.so default=off allow=...
  *
@@ -19,9 +25,14 @@
 #define _GNU_SOURCE		/* sched_getaffinity, cpu_set_t */
 #include <stdint.h>	/* spank.h uses uint32_t without including it */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <slurm/slurm.h>
@@ -48,7 +59,8 @@ static struct {
 	int launch_tried;
 	struct cm_agent_handle agent;
 	uint32_t job_id, step_id;
-} ctx = { .agent = { .pid = -1, .ctl_fd = -1 } };
+	int agent_pidfd;		/* -1: none (no pidfd on this kernel) */
+} ctx = { .agent = { .pid = -1, .ctl_fd = -1 }, .agent_pidfd = -1 };
 
 static int option_cb(int val, const char *optarg, int remote);
 
@@ -108,8 +120,8 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	if (cm_spank_config_parse_args(&ctx.cfg, ac, av, &err) < 0) {
 		ctx.disabled = 1;
 		if (context == S_CTX_REMOTE)
-			slurm_error("commap: plugstack.conf: %s; commap is "
-				    "disabled", err.text);
+			slurm_info("commap: plugstack.conf: %s; commap is "
+				   "disabled", err.text);
 		else
 			slurm_debug("commap: plugstack.conf: %s; commap is "
 				    "disabled", err.text);
@@ -134,21 +146,110 @@ static const struct cm_spank_mode_value *effective_mode(void)
 	return ctx.user_set ? &ctx.mode : &ctx.cfg.default_mode;
 }
 
-/* Start the agent once per step; on failure say why once and go on. */
+/* A spool that others can write to would let them plant a link that the
+ * agent's log (opened as root) follows: a real directory, root's, not
+ * writable by group or others.  0, or -1 with the reason in why. */
+static int spool_ok(const char *dir, char *why, size_t len)
+{
+	struct stat st;
+
+	if (lstat(dir, &st) < 0)
+		snprintf(why, len, "%s", strerror(errno));
+	else if (!S_ISDIR(st.st_mode))
+		snprintf(why, len, "not a directory");
+	else if (st.st_uid != geteuid())
+		snprintf(why, len, "owned by uid %u, not root",
+			 (unsigned)st.st_uid);
+	else if (st.st_mode & 022)
+		snprintf(why, len, "writable by group or others (mode %04o; "
+			 "want 0700)", (unsigned)(st.st_mode & 07777));
+	else
+		return 0;
+	return -1;
+}
+
+/* The job's value of an environment variable (remote context), or "". */
+static void job_env(spank_t sp, const char *name, char *buf, int len)
+{
+	if (spank_getenv(sp, name, buf, len) != ESPANK_SUCCESS)
+		buf[0] = '\0';
+}
+
+/* The cluster's name: the job's SLURM_CLUSTER_NAME, else ClusterName in
+ * slurm.conf (SLURM_CONF, else the default path). */
+static void cluster_name(spank_t sp, char *buf, size_t len)
+{
+	const char *conf = getenv("SLURM_CONF");
+
+	job_env(sp, "SLURM_CLUSTER_NAME", buf, (int)len);
+	if (!buf[0])
+		cm_spank_cluster_from_file(conf && *conf ? conf :
+					   "/etc/slurm/slurm.conf", buf, len);
+}
+
+/* "G,G,...": the job's supplementary groups, "" when unknown (the agent
+ * then looks the user's groups up). */
+static int job_groups(spank_t sp, char *buf, size_t len)
+{
+	gid_t *gids = NULL;
+	int n = 0;
+	size_t used = 0;
+
+	buf[0] = '\0';
+	if (spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &gids, &n) !=
+	    ESPANK_SUCCESS || !gids || n <= 0)
+		return -1;
+	for (int k = 0; k < n; k++) {
+		int w = snprintf(buf + used, len - used, "%s%u", k ? "," : "",
+				 (unsigned)gids[k]);
+
+		if (w < 0 || (size_t)w >= len - used)
+			return buf[0] = '\0', -1;
+		used += (size_t)w;
+	}
+	return 0;
+}
+
+/* The job's working directory, for a relative static: path: PWD in the
+ * job's environment (what srun and sbatch ran in), else the submit
+ * directory. */
+static void job_cwd(spank_t sp, char *buf, int len)
+{
+	job_env(sp, "PWD", buf, len);
+	if (buf[0] != '/')
+		job_env(sp, "SLURM_SUBMIT_DIR", buf, len);
+	if (buf[0] != '/')
+		buf[0] = '\0';
+}
+
+static void watch_agent(void)
+{
+#ifdef SYS_pidfd_open
+	ctx.agent_pidfd = (int)syscall(SYS_pidfd_open, ctx.agent.pid, 0);
+#endif
+}
+
+/* Start the agent once per step; on failure say why once (slurmd's log)
+ * and go on. */
 static void launch_agent(spank_t sp)
 {
 	const struct cm_spank_mode_value *mode = effective_mode();
-	char job[16], step[16], uid_s[16], stepd[16], log[PATH_MAX + 64];
-	char *argv[24];
-	int ac = 0;
+	static char groups[CM_SPANK_GROUPS_MAX], cwd[PATH_MAX], cluster[64];
+	char job[16], step[16], uid_s[16], gid_s[16], stepd[16];
+	char log[PATH_MAX + 64], why[128];
+	char *argv[40];
+	int ac = 0, spool_good;
 	uid_t uid = 0;
+	gid_t gid = 0;
 	struct cm_error err;
 
 	ctx.launch_tried = 1;
 	spank_get_item(sp, S_JOB_UID, &uid);
+	spank_get_item(sp, S_JOB_GID, &gid);
 	snprintf(job, sizeof(job), "%u", ctx.job_id);
 	snprintf(step, sizeof(step), "%u", ctx.step_id);
 	snprintf(uid_s, sizeof(uid_s), "%u", (unsigned)uid);
+	snprintf(gid_s, sizeof(gid_s), "%u", (unsigned)gid);
 	snprintf(stepd, sizeof(stepd), "%d", (int)getpid());
 	argv[ac++] = ctx.cfg.agent;
 	argv[ac++] = "--mode";
@@ -156,12 +257,35 @@ static void launch_agent(spank_t sp)
 	if (mode->mode == CM_MODE_STATIC) {
 		argv[ac++] = "--static";
 		argv[ac++] = (char *)mode->static_file;
+		job_cwd(sp, cwd, sizeof(cwd));
+		if (cwd[0]) {
+			argv[ac++] = "--cwd";
+			argv[ac++] = cwd;
+		}
 	}
 	argv[ac++] = "--job"; argv[ac++] = job;
 	argv[ac++] = "--step"; argv[ac++] = step;
 	argv[ac++] = "--uid"; argv[ac++] = uid_s;
+	argv[ac++] = "--gid"; argv[ac++] = gid_s;
+	if (job_groups(sp, groups, sizeof(groups)) == 0) {
+		argv[ac++] = "--groups";
+		argv[ac++] = groups;
+	}
+	cluster_name(sp, cluster, sizeof(cluster));
+	if (cluster[0]) {
+		argv[ac++] = "--cluster";
+		argv[ac++] = cluster;
+	}
 	argv[ac++] = "--stepd-pid"; argv[ac++] = stepd;
-	argv[ac++] = "--spool"; argv[ac++] = ctx.cfg.spool;
+	spool_good = spool_ok(ctx.cfg.spool, why, sizeof(why)) == 0;
+	if (spool_good) {
+		argv[ac++] = "--spool";
+		argv[ac++] = ctx.cfg.spool;
+	} else {
+		slurm_info("commap: spool %s refused: %s; step %s.%s keeps "
+			   "no log and no spooled result", ctx.cfg.spool, why,
+			   job, step);
+	}
 	if (ctx.cfg.service[0]) {
 		argv[ac++] = "--service";
 		argv[ac++] = ctx.cfg.service;
@@ -170,12 +294,13 @@ static void launch_agent(spank_t sp)
 	argv[ac] = NULL;
 	snprintf(log, sizeof(log), "%s/agent-%s.%s.log", ctx.cfg.spool, job,
 		 step);
-	if (cm_agent_launch(argv, access(ctx.cfg.spool, W_OK) == 0 ? log :
-			    NULL, &ctx.agent, &err) < 0) {
-		slurm_error("commap: %s; the step runs without commap",
-			    err.text);
+	if (cm_agent_launch(argv, spool_good ? log : NULL, &ctx.agent,
+			    &err) < 0) {
+		slurm_info("commap: %s; step %s.%s runs without commap",
+			   err.text, job, step);
 		return;
 	}
+	watch_agent();
 	slurm_debug("commap: agent pid %d for step %s.%s", (int)ctx.agent.pid,
 		    job, step);
 }
@@ -242,19 +367,39 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 	snprintf(line, sizeof(line), "task %d %u%s%s", (int)pid, rank,
 		 cpus[0] ? " " : "", cpus);
 	if (cm_agent_send(&ctx.agent, line) < 0) {
-		slurm_error("commap: agent (pid %d) is not listening: %s; the "
-			    "step runs without commap", (int)ctx.agent.pid,
-			    strerror(errno));
+		slurm_info("commap: agent (pid %d) is not listening: %s; "
+			   "step %u.%u runs without commap",
+			   (int)ctx.agent.pid, strerror(errno), ctx.job_id,
+			   ctx.step_id);
 		cm_agent_close(&ctx.agent);
 	}
 	return 0;
+}
+
+/* The agent lives until we close its socket: gone before that, it was
+ * killed (SIGKILL, the OOM killer) or crashed, and its result with it.
+ * It is not our child, so its pidfd tells (readable once it has exited). */
+static void note_agent_death(void)
+{
+	struct pollfd p = { .fd = ctx.agent_pidfd, .events = POLLIN };
+
+	if (ctx.agent_pidfd < 0)
+		return;
+	if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN))
+		slurm_info("commap: agent (pid %d) of step %u.%u ended before "
+			   "the step did (killed?); no result for this step",
+			   (int)ctx.agent.pid, ctx.job_id, ctx.step_id);
+	close(ctx.agent_pidfd);
+	ctx.agent_pidfd = -1;
 }
 
 /* slurmstepd at step end: closing the socket tells the agent to finish.
  * We never wait for it: the step's end must not be held up. */
 int slurm_spank_exit(spank_t sp, int ac, char **av)
 {
-	if (spank_context() == S_CTX_REMOTE)
-		cm_agent_close(&ctx.agent);
+	if (spank_context() != S_CTX_REMOTE)
+		return 0;
+	note_agent_death();
+	cm_agent_close(&ctx.agent);
 	return 0;
 }

@@ -1,5 +1,6 @@
 /* spank_config.c: parse the --commap mode and the plugin's site settings
  * (see spank_config.h).  Pure: no Slurm calls, no printing. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,22 +138,42 @@ static int read_config_file(struct cm_spank_config *cfg, const char *path,
 	return rv;
 }
 
-/* One key=value; allow_conf says whether conf= may appear (not in files). */
+static int blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r';
+}
+
+/* One key=value (blanks around the key, '=' and the value ignored);
+ * allow_conf says whether conf= may appear (not in files). */
 static int config_set(struct cm_spank_config *cfg, const char *word,
 		      int allow_conf, struct cm_error *err)
 {
 	const char *eq = strchr(word, '=');
-	char key[32];
-	const char *value;
+	char key[32], vbuf[PATH_MAX + 1024];
+	const char *value, *kend;
+	size_t vlen;
 
+	while (blank(*word))
+		word++;
 	if (!eq || eq == word)
 		return cm_errorf(err, EINVAL, "'%s': expected key=value", word);
-	if ((size_t)(eq - word) >= sizeof(key))
+	for (kend = eq; kend > word && blank(kend[-1]); kend--)
+		;
+	if ((size_t)(kend - word) >= sizeof(key))
 		return cm_errorf(err, EINVAL, "unknown key '%.*s'",
-				 (int)(eq - word), word);
-	memcpy(key, word, (size_t)(eq - word));
-	key[eq - word] = '\0';
-	value = eq + 1;
+				 (int)(kend - word), word);
+	memcpy(key, word, (size_t)(kend - word));
+	key[kend - word] = '\0';
+	for (value = eq + 1; blank(*value); value++)
+		;
+	vlen = strlen(value);
+	while (vlen > 0 && blank(value[vlen - 1]))
+		vlen--;
+	if (vlen >= sizeof(vbuf))
+		return cm_errorf(err, ENAMETOOLONG, "%s: value too long", key);
+	memcpy(vbuf, value, vlen);
+	vbuf[vlen] = '\0';
+	value = vbuf;
 
 	if (strcmp(key, "default") == 0) {
 		struct cm_error sub;
@@ -171,10 +192,8 @@ static int config_set(struct cm_spank_config *cfg, const char *word,
 				  err);
 	}
 	if (strcmp(key, "service") == 0) {
-		if (*value && strncmp(value, "http://", 7) != 0 &&
-		    strncmp(value, "https://", 8) != 0)
-			return cm_errorf(err, EINVAL, "service: '%s' is not an "
-					 "http:// or https:// URL", value);
+		if (*value && cm_spank_service_check(value, err) < 0)
+			return -1;
 		return copy_value(cfg->service, sizeof(cfg->service), value,
 				  key, err);
 	}
@@ -253,4 +272,105 @@ int cm_spank_config_parse_text(struct cm_spank_config *cfg, const char *text,
 	}
 	free(copy);
 	return rv;
+}
+
+/* ---- service URL ---------------------------------------------------- */
+
+int cm_spank_service_check(const char *url, struct cm_error *err)
+{
+	const char *host, *end, *colon;
+
+	if (strncmp(url, "http://", 7) == 0)
+		host = url + 7;
+	else if (strncmp(url, "https://", 8) == 0)
+		host = url + 8;
+	else
+		return cm_errorf(err, EINVAL, "service: '%s' is not an "
+				 "http:// or https:// URL", url);
+	end = host + strcspn(host, "/?#");
+	/* an IPv6 literal's colons are inside its brackets */
+	colon = *host == '[' ? memchr(host, ']', (size_t)(end - host)) : host;
+	colon = colon ? memchr(colon, ':', (size_t)(end - colon)) : NULL;
+	if ((colon ? colon : end) == host || (*host == '[' && !memchr(host,
+						']', (size_t)(end - host))))
+		return cm_errorf(err, EINVAL, "service: '%s' has no host", url);
+	for (const char *c = host; c < (colon ? colon : end); c++)
+		if (isspace((unsigned char)*c) || *c == '@')
+			return cm_errorf(err, EINVAL, "service: '%s': invalid "
+					 "host", url);
+	if (colon) {
+		long port = 0;
+		const char *c = colon + 1;
+
+		if (c == end)
+			return cm_errorf(err, EINVAL, "service: '%s': empty "
+					 "port", url);
+		for (; c < end; c++) {
+			if (!isdigit((unsigned char)*c) || port > 65535)
+				return cm_errorf(err, EINVAL, "service: '%s': "
+						 "port must be 1-65535", url);
+			port = port * 10 + (*c - '0');
+		}
+		if (port < 1 || port > 65535)
+			return cm_errorf(err, EINVAL, "service: '%s': port "
+					 "must be 1-65535", url);
+	}
+	return 0;
+}
+
+/* ---- slurm.conf's ClusterName --------------------------------------- */
+
+int cm_spank_cluster_from_text(const char *text, char *out, size_t size)
+{
+	static const char key[] = "clustername";
+	const char *line = text;
+
+	while (line && *line) {
+		const char *p = line, *v;
+		size_t n;
+
+		line = strchr(line, '\n');
+		line = line ? line + 1 : NULL;
+		while (blank(*p))
+			p++;
+		if (strncasecmp(p, key, sizeof(key) - 1) != 0)
+			continue;
+		for (v = p + sizeof(key) - 1; blank(*v); v++)
+			;
+		if (*v++ != '=')
+			continue;
+		while (blank(*v))
+			v++;
+		n = strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			   "0123456789-_.");
+		if (n == 0 || n >= size || (v[n] && !blank(v[n]) &&
+					    v[n] != '\n' && v[n] != '#'))
+			return -1;
+		memcpy(out, v, n);
+		out[n] = '\0';
+		return 0;
+	}
+	return -1;
+}
+
+int cm_spank_cluster_from_file(const char *path, char *out, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	char *text;
+	size_t len;
+	int rc;
+
+	if (!f)
+		return -1;
+	text = malloc((1 << 20) + 1);
+	if (!text) {
+		fclose(f);
+		return -1;
+	}
+	len = fread(text, 1, 1 << 20, f);
+	fclose(f);
+	text[len] = '\0';
+	rc = cm_spank_cluster_from_text(text, out, size);
+	free(text);
+	return rc;
 }

@@ -17,6 +17,7 @@
 #define COMMAP_SPANK_CONFIG_H
 
 #include <limits.h>
+#include <stddef.h>
 
 #include "commap/error.h"
 
@@ -67,6 +68,22 @@ int cm_spank_config_parse_args(struct cm_spank_config *cfg, int ac,
  * ("FILE:LINE: ..."). */
 int cm_spank_config_parse_text(struct cm_spank_config *cfg, const char *text,
 			       const char *name, struct cm_error *err);
+
+/* "http[s]://HOST[:PORT][/PATH]": scheme http or https, a non-empty host,
+ * a port in 1..65535 when given.  0 or -1/EINVAL with err naming what is
+ * wrong ("service: ..."). */
+int cm_spank_service_check(const char *url, struct cm_error *err);
+
+/* The ClusterName of a slurm.conf text (key case-insensitive, blanks
+ * around '=' allowed, '#' comments), copied into out (size bytes) when it
+ * is made of letters, digits, '-', '_', '.'.  0 found, -1 not found. */
+int cm_spank_cluster_from_text(const char *text, char *out, size_t size);
+/* The same from a file (at most 1 MiB read).  -1 also when unreadable. */
+int cm_spank_cluster_from_file(const char *path, char *out, size_t size);
+
+/* Room for the job's supplementary groups as "G,G,..." on the agent's
+ * command line. */
+#define CM_SPANK_GROUPS_MAX 2048
 
 /* Is this mode allowed for users? */
 int cm_spank_mode_allowed(const struct cm_spank_config *cfg,

@@ -100,6 +100,17 @@ static void test_args(void)
 		{ "agent=relative/path", "not an absolute path" },
 		{ "spool=spool", "not an absolute path" },
 		{ "service=ftp://x", "not an http:// or https:// URL" },
+		{ "service=http://h:99999", "service: 'http://h:99999': port must be 1-65535" },
+		{ "service=http://h:0", "port must be 1-65535" },
+		{ "service=http://h:65536/x", "port must be 1-65535" },
+		{ "service=http://h:12a", "port must be 1-65535" },
+		{ "service=http://h:", "empty port" },
+		{ "service=http://", "has no host" },
+		{ "service=http://:80", "has no host" },
+		{ "service=https:///v1", "has no host" },
+		{ "service=http://h:65535/v1", NULL },
+		{ "service=https://[::1]:7733", NULL },
+		{ "service=http://127.0.0.1", NULL },
 		{ "default=learned allow=off,dynamic", "default=learned is not in allow=" },
 		{ "conf=/nonexistent/commap.conf", "/nonexistent/commap.conf" },
 		{ "averyveryveryveryverylongkeyname=1", "unknown key" },
@@ -154,6 +165,19 @@ static void test_conf_file(void)
 				      "site.conf", &err) == -1 &&
 	   strstr(err.text, "site.conf:3: unknown key 'foo'"),
 	   "file error names file and line: %s", err.text);
+	cm_spank_config_defaults(&cfg, "/a", "/s");
+	ok(cm_spank_config_parse_text(&cfg, "default = dynamic\n"
+				      " spool =\t/var/tmp/cm2 \n"
+				      "service= http://h:7733\n", "site.conf",
+				      &err) == 0 &&
+	   cfg.default_mode.mode == CM_MODE_DYNAMIC &&
+	   strcmp(cfg.spool, "/var/tmp/cm2") == 0 &&
+	   strcmp(cfg.service, "http://h:7733") == 0,
+	   "blanks around '=' and the value are trimmed (%s)", err.text);
+	ok(cm_spank_config_parse_text(&cfg, "default =\n", "site.conf",
+				      &err) == -1 && strstr(err.text, "empty"),
+	   "a key with only blanks after '=' has an empty value: %s",
+	   err.text);
 	ok(cm_spank_config_parse_text(&cfg, "conf=/etc/x\n", "site.conf",
 				      &err) == -1 &&
 	   strstr(err.text, "not allowed inside a config file"),
@@ -215,8 +239,39 @@ static void test_shipped_examples(void)
 	   "example: a service URL and an absolute spool");
 }
 
+static void test_cluster_name(void)
+{
+	static const struct {
+		const char *text, *want;	/* NULL: not found */
+	} cases[] = {
+		{ "ClusterName=demo\n", "demo" },
+		{ "# x\nSlurmctldHost=h\n  clustername = big-1 \n", "big-1" },
+		{ "CLUSTERNAME=a.b_c # comment\n", "a.b_c" },
+		{ "ClusterNameX=no\n", NULL },
+		{ "#ClusterName=commented\n", NULL },
+		{ "ClusterName=\n", NULL },
+		{ "ClusterName=bad\"quote\n", NULL },
+		{ "ClusterName=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		  "aaaaaaaaaaaaaaaaaaaaaaaaaa\n", NULL },
+		{ "", NULL },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char out[64] = "";
+		int rc = cm_spank_cluster_from_text(cases[i].text, out,
+						    sizeof(out));
+
+		if (cases[i].want)
+			ok(rc == 0 && strcmp(out, cases[i].want) == 0,
+			   "ClusterName case %zu: '%s'", i, out);
+		else
+			ok(rc == -1, "ClusterName case %zu: none", i);
+	}
+}
+
 int main(void)
 {
+	test_cluster_name();
 	test_modes();
 	test_defaults();
 	test_args();
