@@ -75,6 +75,8 @@ void cmd_run_help(FILE *f)
 	      "  --topology SPEC   dry run: map onto a synthetic machine, "
 	      "never pin\n"
 	      "  --topology-xml F  dry run onto an hwloc XML machine\n"
+	      "  --record FILE     record what detection consumes, for "
+	      "commap replay\n"
 	      "  --quiet           no summary\n"
 	      "  --verbose         the agent logs what it does\n"
 	      "The agent binary: $COMMAP_AGENT, else the build tree's, else "
@@ -89,13 +91,14 @@ struct run_opts {
 	const char *output;
 	const char *topology;
 	const char *topology_xml;
+	const char *record;
 	int quiet;
 	int verbose;
 	char **prog;		/* argv of the program */
 };
 
 enum { R_MODE = 256, R_STATIC, R_BACKEND, R_PERIOD, R_OUTPUT, R_TOPO,
-       R_TOPO_XML, R_QUIET, R_VERBOSE, R_HELP };
+       R_TOPO_XML, R_QUIET, R_VERBOSE, R_HELP, R_RECORD };
 
 static const struct option run_long_opts[] = {
 	{ "mode", required_argument, NULL, R_MODE },
@@ -105,6 +108,7 @@ static const struct option run_long_opts[] = {
 	{ "output", required_argument, NULL, R_OUTPUT },
 	{ "topology", required_argument, NULL, R_TOPO },
 	{ "topology-xml", required_argument, NULL, R_TOPO_XML },
+	{ "record", required_argument, NULL, R_RECORD },
 	{ "quiet", no_argument, NULL, R_QUIET },
 	{ "verbose", no_argument, NULL, R_VERBOSE },
 	{ "help", no_argument, NULL, R_HELP },
@@ -172,6 +176,7 @@ static int parse_run_opts(struct run_opts *o, int argc, char *argv[])
 		case R_OUTPUT: o->output = optarg; break;
 		case R_TOPO: o->topology = optarg; break;
 		case R_TOPO_XML: o->topology_xml = optarg; break;
+		case R_RECORD: o->record = optarg; break;
 		case 'q': case R_QUIET: o->quiet = 1; break;
 		case 'v': case R_VERBOSE: o->verbose++; break;
 		case 'h': case R_HELP:
@@ -316,6 +321,10 @@ static void agent_exec(const char *path, const struct run_opts *o,
 	if (o->topology_xml) {
 		argv[ac++] = "--topology-xml";
 		argv[ac++] = (char *)o->topology_xml;
+	}
+	if (o->record) {
+		argv[ac++] = "--record";
+		argv[ac++] = (char *)o->record;
 	}
 	for (int i = 0; i < o->verbose && i < 2; i++)
 		argv[ac++] = "--verbose";

@@ -28,6 +28,9 @@ void cmd_apps_help(FILE *f);
 int cmd_check(int argc, char *argv[]);
 void cmd_check_help(FILE *f);
 
+int cmd_replay(int argc, char *argv[]);
+void cmd_replay_help(FILE *f);
+
 #ifdef COMMAP_HAVE_AGENT
 /* The node agent's path into out (cmd_run.c): 0, or -1 if none found. */
 int cli_find_agent(char *out, size_t len);

@@ -29,6 +29,8 @@ static const struct command commands[] = {
 	  cmd_apps_help },
 	{ "check", "what this node and the service allow commap to do",
 	  cmd_check, cmd_check_help },
+	{ "replay", "replay a recording of the agent's detection offline",
+	  cmd_replay, cmd_replay_help },
 };
 #define NCOMMANDS ((int)(sizeof(commands) / sizeof(commands[0])))
 

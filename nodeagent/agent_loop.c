@@ -49,7 +49,9 @@
 #include "placement.h"
 #include "progress_guard.h"
 #include "proc_track.h"
+#include "record.h"
 #include "remap_policy.h"
+#include "replay.h"
 #include "upload.h"
 
 #define MAX_POLLFDS 256
@@ -74,6 +76,7 @@ struct agent {
 	enum cm_agent_mode mode;	/* learned runs as dynamic for now */
 	struct cm_tracker *tr;
 	struct cm_collector *col;	/* NULL: no detection */
+	struct cm_recorder *rec;	/* --record (record.h); NULL none */
 	struct cm_topo *topo;		/* restricted to the allowed PUs */
 	hwloc_bitmap_t allowed;		/* NULL in a dry run */
 	int dry_run;
@@ -1712,6 +1715,7 @@ static void start_collector(struct agent *a)
 		     o->backend == CM_AGENT_BACKEND_FAULT ? CM_COLLECT_FAULT :
 		     CM_COLLECT_AUTO;
 	co.add_fault = o->add_fault;
+	co.record = a->rec;
 	co.numa_manage = !o->numa_leave;
 	co.overhead_target = o->overhead_pct / 100.0;
 	co.period_ns = (uint64_t)o->period_us * 1000u;
@@ -2228,11 +2232,34 @@ static void teardown(struct agent *a)
 	cm_agent_result_free(&a->res);
 }
 
+/* --record (record.h): a failure to record is a warning, never the
+ * job's failure. */
+static void record_start(struct agent *a)
+{
+	struct cm_error err;
+
+	if (a->o->record && a->mode != CM_AGENT_MODE_OFF &&
+	    !(a->rec = cm_record_open(a->o->record, &err)))
+		cm_agent_result_warn(&a->res, err.text);
+}
+
+static void record_end(struct agent *a)
+{
+	struct cm_error err;
+
+	if (a->rec && cm_record_close(a->rec, a->topo, a->dry_run,
+				      a->res.mode, &err) < 0)
+		cm_agent_result_warn(&a->res, err.text);
+	a->rec = NULL;
+}
+
 int agent_run(const struct cm_agent_opts *o, int argc, char *argv[])
 {
 	struct agent a;
 	int rc;
 
+	if (o->replay)
+		return cm_replay_run(o->replay, o->output);
 	memset(&a, 0, sizeof(a));
 	if (setup(&a, o) < 0) {
 		teardown(&a);
@@ -2241,6 +2268,7 @@ int agent_run(const struct cm_agent_opts *o, int argc, char *argv[])
 	agent_info("started (mode %s%s)", a.res.mode,
 		   a.dry_run ? ", dry run" : "");
 	add_initial_roots(&a);
+	record_start(&a);
 	start_collector(&a);
 	scan(&a);
 	a.next_scan_ns = now_ns() + o->scan_ms * 1000000ull;
@@ -2252,6 +2280,7 @@ int agent_run(const struct cm_agent_opts *o, int argc, char *argv[])
 	drain(&a);
 	read_thread_cpu(&a);
 	cm_matrix_merge(a.total, a.fresh, 1.0);
+	record_end(&a);
 	rc = write_result(&a);
 	teardown(&a);
 	return rc;

@@ -240,7 +240,7 @@ enum {
 	OPT_STEP, OPT_UID, OPT_STEPD, OPT_SPOOL, OPT_SERVICE, OPT_OUTPUT,
 	OPT_STDIN, OPT_PID, OPT_TOPO, OPT_TOPO_XML, OPT_READY, OPT_ALPHA,
 	OPT_GAIN, OPT_SCAN, OPT_VERBOSE, OPT_NUMA, OPT_OVERHEAD, OPT_GID,
-	OPT_GROUPS, OPT_CWD, OPT_CLUSTER,
+	OPT_GROUPS, OPT_CWD, OPT_CLUSTER, OPT_RECORD, OPT_REPLAY,
 };
 
 static const struct option long_opts[] = {
@@ -270,6 +270,8 @@ static const struct option long_opts[] = {
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "numa-balancing", required_argument, NULL, OPT_NUMA },
 	{ "overhead", required_argument, NULL, OPT_OVERHEAD },
+	{ "record", required_argument, NULL, OPT_RECORD },
+	{ "replay", required_argument, NULL, OPT_REPLAY },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -382,6 +384,10 @@ static int apply_option(struct cm_agent_opts *o, int c, const char *v,
 		return parse_path("--service", v, &o->service, err);
 	case OPT_OUTPUT:
 		return parse_path("--output", v, &o->output, err);
+	case OPT_RECORD:
+		return parse_path("--record", v, &o->record, err);
+	case OPT_REPLAY:
+		return parse_path("--replay", v, &o->replay, err);
 	case OPT_STDIN:
 		o->tasks_from_stdin = 1;
 		return 0;
@@ -447,7 +453,11 @@ static int check_consistency(const struct cm_agent_opts *o,
 		return cm_errorf(err, EINVAL, "--static: only with --mode "
 				 "static (mode is %s)",
 				 cm_agent_mode_name(o->mode));
-	if (!o->nroots && !o->tasks_from_stdin)
+	if (o->replay && (o->nroots || o->tasks_from_stdin || o->record))
+		return cm_errorf(err, EINVAL, "--replay: reads a recording, "
+				 "follows no process (no --pid, "
+				 "--tasks-from-stdin or --record)");
+	if (!o->nroots && !o->tasks_from_stdin && !o->replay)
 		return cm_errorf(err, EINVAL, "no process to follow: give "
 				 "--pid PID[:RANK] or --tasks-from-stdin");
 	return 0;

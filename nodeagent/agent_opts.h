@@ -72,6 +72,10 @@ struct cm_agent_opts {
 	const char *spool;		/* NULL: none */
 	const char *service;		/* NULL: none */
 	const char *output;		/* NULL: deliver (service/spool) */
+	const char *record;		/* NULL, or record what detection
+					 * consumes there (record.h) */
+	const char *replay;		/* NULL, or replay that recording
+					 * (replay.h) instead of following */
 	int tasks_from_stdin;
 	struct cm_agent_root roots[CM_AGENT_MAX_PIDS];
 	int nroots;

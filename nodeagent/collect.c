@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "record.h"
 #include "cma_attrib.h"
 #include "cma_trace.h"
 #include "fault_sample.h"
@@ -622,6 +623,7 @@ struct cm_collector *cm_collect_new(const struct cm_collect_opts *o,
 	c->table = cm_detect_table_new(&dc, err);
 	if (!c->table || fault_start(c, err) || cma_start(c, err))
 		goto fail;
+	cm_record_detect(o->record, &dc);
 	c->t0_ns = clock_ns(CLOCK_MONOTONIC);
 	c->st.overhead = -1;
 	periods_push(c, c->backend == CM_COLLECT_HW ? c->pcfg.hw_period :
@@ -1035,6 +1037,22 @@ static int decode_sample(struct cm_collector *c, int p,
 	return 1;
 }
 
+/* The access as the table is about to see it, for a replay (record.h):
+ * the thread's identity before its first access. */
+static void record_ref(struct cm_collector *c, int i, int p,
+		       const struct cm_block_key *key, uint64_t time)
+{
+	if (!cm_record_has_thread(c->o.record, i)) {
+		const struct cm_tracked_thread *th = cm_tracker_thread(c->tr, i);
+		const struct cm_tracked_proc *pr = cm_tracker_proc(c->tr, p);
+
+		cm_record_thread(c->o.record, i, pr ? pr->pid : 0,
+				 th ? th->tid : 0, pr ? pr->rank : -1,
+				 th ? th->index : -1);
+	}
+	cm_record_access(c->o.record, i, key, time);
+}
+
 /* Enter one data reference of thread i (process p) in the table. */
 static void account_ref(struct drain_ctx *d, int i, int p, pid_t pid,
 			uint64_t addr, uint64_t time)
@@ -1056,6 +1074,8 @@ static void account_ref(struct drain_ctx *d, int i, int p, pid_t pid,
 	}
 	if (key.shared)
 		c->st.shared_refs++;
+	if (c->o.record)
+		record_ref(c, i, p, &key, time);
 	ev = cm_detect_access(c->table, d->m, i, &key, time);
 	if (ev < 0) {
 		d->nomem = 1;

@@ -92,6 +92,8 @@ const char *cm_collect_backend_name(enum cm_collect_backend b);
 /* Parse a name; 0 or -1/EINVAL. */
 int cm_collect_backend_parse(const char *name, enum cm_collect_backend *b);
 
+struct cm_recorder;
+
 struct cm_collect_opts {
 	enum cm_collect_backend backend;	/* default CM_COLLECT_SAMPLE */
 	enum cm_perf_clock clock;	/* sample: default cpu-clock */
@@ -124,6 +126,9 @@ struct cm_collect_opts {
 	int cma;		/* 1 (default): trace process_vm_readv/writev;
 				 * not permitted is a problem, not an error */
 	double cma_bytes_per_unit;	/* 0: CM_CMA_BYTES_PER_UNIT */
+	struct cm_recorder *record;	/* NULL, or every access entering
+					 * the sharer table is recorded there
+					 * (record.h; owned by the caller) */
 	uint64_t fault_window_ns;	/* backend FAULT: the table's window,
 					 * 0 (default) unbounded: a scan pass
 					 * gives a page one fault, passes are

@@ -1,0 +1,162 @@
+/* record.c: writing recordings (see record.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "record.h"
+
+struct cm_recorder {
+	FILE *f;
+	char path[4096];
+	int err;		/* first errno, 0 none */
+	unsigned char *seen;	/* thread index written */
+	int seen_cap;
+};
+
+static uint64_t clock_now(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Keep the first error; stop writing after it. */
+static void check(struct cm_recorder *r, int rc)
+{
+	if (rc < 0 && !r->err)
+		r->err = errno ? errno : EIO;
+}
+
+struct cm_recorder *cm_record_open(const char *path, struct cm_error *err)
+{
+	struct cm_recorder *r = calloc(1, sizeof(*r));
+	int fd;
+
+	if (!r) {
+		cm_errorf(err, ENOMEM, "record: out of memory");
+		return NULL;
+	}
+	snprintf(r->path, sizeof(r->path), "%s", path);
+	/* O_NOFOLLOW: never write through a link someone left there. */
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		  0644);
+	r->f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!r->f) {
+		cm_errorf(err, errno, "record: cannot create %s: %s", path,
+			  strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		free(r);
+		return NULL;
+	}
+	check(r, fprintf(r->f, "%s %d\n", CM_RECORD_FORMAT,
+			 CM_RECORD_VERSION));
+	check(r, fprintf(r->f, "start %llu %llu\n",
+			 (unsigned long long)clock_now(CLOCK_REALTIME),
+			 (unsigned long long)clock_now(CLOCK_MONOTONIC)));
+	return r;
+}
+
+void cm_record_detect(struct cm_recorder *r,
+		      const struct cm_detect_config *cfg)
+{
+	if (!r || r->err)
+		return;
+	check(r, fprintf(r->f, "detect %u %u %llu\n", cfg->block_size,
+			 cfg->slots, (unsigned long long)cfg->window_ns));
+}
+
+int cm_record_has_thread(const struct cm_recorder *r, int i)
+{
+	return r && i >= 0 && i < r->seen_cap && r->seen[i];
+}
+
+static int mark_seen(struct cm_recorder *r, int i)
+{
+	if (i >= r->seen_cap) {
+		int cap = r->seen_cap ? r->seen_cap : 64;
+		unsigned char *s;
+
+		while (cap <= i)
+			cap *= 2;
+		s = realloc(r->seen, (size_t)cap);
+		if (!s)
+			return -1;
+		memset(s + r->seen_cap, 0, (size_t)(cap - r->seen_cap));
+		r->seen = s;
+		r->seen_cap = cap;
+	}
+	r->seen[i] = 1;
+	return 0;
+}
+
+void cm_record_thread(struct cm_recorder *r, int i, pid_t pid, pid_t tid,
+		      int rank, int index)
+{
+	if (!r || r->err || i < 0 || cm_record_has_thread(r, i))
+		return;
+	if (mark_seen(r, i) < 0) {
+		r->err = ENOMEM;
+		return;
+	}
+	check(r, fprintf(r->f, "thread %d %d %d %d %d\n", i, (int)pid,
+			 (int)tid, rank, index));
+}
+
+void cm_record_access(struct cm_recorder *r, int i,
+		      const struct cm_block_key *key, uint64_t time_ns)
+{
+	if (!r || r->err)
+		return;
+	check(r, fprintf(r->f, "a %llu %d %llx %llx %llx %d\n",
+			 (unsigned long long)time_ns, i,
+			 (unsigned long long)key->space,
+			 (unsigned long long)key->inode,
+			 (unsigned long long)key->addr, key->shared ? 1 : 0));
+}
+
+/* The topology lines: both or neither. */
+static void write_topology(struct cm_recorder *r, const struct cm_topo *topo)
+{
+	char *syn = topo ? cm_topo_synthetic(topo) : NULL;
+	char *cpus = syn ? cm_topo_cpulist(topo) : NULL;
+
+	if (cpus) {
+		check(r, fprintf(r->f, "topology %s\n", syn));
+		check(r, fprintf(r->f, "cpuset %s\n", cpus));
+	}
+	free(syn);
+	free(cpus);
+}
+
+int cm_record_close(struct cm_recorder *r, const struct cm_topo *topo,
+		    int dry_run, const char *mode, struct cm_error *err)
+{
+	int e;
+
+	if (!r)
+		return 0;
+	if (!r->err) {
+		write_topology(r, topo);
+		check(r, fprintf(r->f, "dry_run %d\nmode %s\nend\n",
+				 dry_run ? 1 : 0, mode ? mode : "dynamic"));
+	}
+	if (fflush(r->f) != 0 && !r->err)
+		r->err = errno;
+	if (fclose(r->f) != 0 && !r->err)
+		r->err = errno;
+	e = r->err;
+	if (e)
+		cm_errorf(err, e, "record: %s is incomplete: %s", r->path,
+			  strerror(e));
+	free(r->seen);
+	free(r);
+	return e ? -1 : 0;
+}

@@ -1,0 +1,61 @@
+/* record.h: recordings of what detection consumes (docs/formats.md,
+ * "Recordings"), written by the agent with --record FILE and replayed by
+ * `commap replay` (replay.h).
+ *
+ * The seam is where a decoded data reference enters the sharer table
+ * (collect.c, account_ref): every cm_detect_access call is one "a" line
+ * (time, thread index, block key), so a replay that feeds the same lines
+ * to a table of the same configuration rebuilds the same events and the
+ * same matrix.  A thread's identity is written before its first access;
+ * the header holds the table's configuration and the clocks at start, the
+ * trailer the topology and CPU set the agent mapped onto.
+ *
+ * Writes are buffered (stdio) and never fail the agent: the first error
+ * is kept, the recorder stops writing and says why at the end.  Not
+ * thread-safe.
+ */
+#ifndef COMMAP_NODEAGENT_RECORD_H
+#define COMMAP_NODEAGENT_RECORD_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "commap/error.h"
+#include "commap/topology.h"
+#include "detect_table.h"
+
+#define CM_RECORD_FORMAT "commap-recording"
+#define CM_RECORD_VERSION 1
+
+struct cm_recorder;
+
+/* Create path (mode 0644, truncated; never through a symbolic link) and
+ * write the header: format, version and the clocks now.  NULL with
+ * errno/err naming the file (open failure, ENOMEM). */
+struct cm_recorder *cm_record_open(const char *path, struct cm_error *err);
+
+/* The sharer table's configuration: written by the collector when it
+ * creates its table, before any access. */
+void cm_record_detect(struct cm_recorder *r,
+		      const struct cm_detect_config *cfg);
+
+/* Thread index i is (pid, tid) of rank, creation index within its
+ * process; written once per index, before its first access. */
+void cm_record_thread(struct cm_recorder *r, int i, pid_t pid, pid_t tid,
+		      int rank, int index);
+/* Thread i accessed key at time_ns (the samples' clock). */
+void cm_record_access(struct cm_recorder *r, int i,
+		      const struct cm_block_key *key, uint64_t time_ns);
+/* Whether thread index i has been written (cm_record_thread). */
+int cm_record_has_thread(const struct cm_recorder *r, int i);
+
+/* The trailer: topo (the one mapped onto; NULL: none) as hwloc's
+ * synthetic description of the whole machine and its allowed PUs as the
+ * CPU set (a machine hwloc cannot describe so, asymmetric, gets neither),
+ * whether it was a dry run, the mode; then flush and close.  0, or -1
+ * with err saying what failed first (the recording is then incomplete).
+ * r is freed either way; NULL r: 0. */
+int cm_record_close(struct cm_recorder *r, const struct cm_topo *topo,
+		    int dry_run, const char *mode, struct cm_error *err);
+
+#endif

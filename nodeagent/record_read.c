@@ -1,0 +1,299 @@
+/* record_read.c: parsing a recording and rebuilding its matrix (see
+ * replay.h; the format: record.h, docs/formats.md "Recordings"). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record.h"
+#include "replay.h"
+
+#define MAX_WORDS 8
+
+/* The state of a parse: where we are and what the file said so far. */
+struct reader {
+	struct cm_replay *rp;
+	struct cm_detect_table *table;
+	int lineno;
+	int header;		/* 0: want the format line, 1: want start,
+				 * 2: want detect, 3: body */
+	struct cm_error *err;
+};
+
+static int bad(struct reader *r, const char *what)
+{
+	return cm_errorf(r->err, EINVAL, "recording: line %d: %s", r->lineno,
+			 what);
+}
+
+/* Unsigned number in base 10 or 16, the whole word. */
+static int word_u64(const char *w, int base, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!*w || *w == '-' || *w == '+')
+		return -1;
+	errno = 0;
+	v = strtoull(w, &end, base);
+	if (errno || *end)
+		return -1;
+	*out = (uint64_t)v;
+	return 0;
+}
+
+/* Integer in [lo, hi], base 10 (a leading '-' allowed when lo < 0). */
+static int word_int(const char *w, long lo, long hi, int *out)
+{
+	char *end;
+	long v;
+
+	if (!*w)
+		return -1;
+	errno = 0;
+	v = strtol(w, &end, 10);
+	if (errno || *end || v < lo || v > hi)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+/* Split line (modified) on single spaces; the words' count, or -1 when
+ * there are more than max. */
+static int split(char *line, char **w, int max)
+{
+	int n = 0;
+
+	for (char *p = line; *p;) {
+		if (n == max)
+			return -1;
+		w[n++] = p;
+		p = strchr(p, ' ');
+		if (!p)
+			break;
+		*p++ = '\0';
+	}
+	return n;
+}
+
+static int grow_threads(struct reader *r, int i)
+{
+	struct cm_replay *rp = r->rp;
+	struct cm_replay_thread *t;
+
+	if (i < rp->nthreads)
+		return 0;
+	t = realloc(rp->threads, (size_t)(i + 1) * sizeof(*t));
+	if (!t)
+		return cm_errorf(r->err, ENOMEM, "recording: out of memory");
+	memset(t + rp->nthreads, 0,
+	       (size_t)(i + 1 - rp->nthreads) * sizeof(*t));
+	for (int k = rp->nthreads; k <= i; k++)
+		t[k].rank = t[k].index = -1;
+	rp->threads = t;
+	rp->nthreads = i + 1;
+	return 0;
+}
+
+/* "thread I PID TID RANK INDEX" */
+static int on_thread(struct reader *r, char **w, int n)
+{
+	int i, pid, tid, rank, index;
+
+	if (n != 6 || word_int(w[1], 0, CM_REPLAY_MAX_THREADS - 1, &i) ||
+	    word_int(w[2], 0, 0x7fffffff, &pid) ||
+	    word_int(w[3], 0, 0x7fffffff, &tid) ||
+	    word_int(w[4], -1, 0x7fffffff, &rank) ||
+	    word_int(w[5], -1, 0x7fffffff, &index))
+		return bad(r, "want 'thread I PID TID RANK INDEX' (I < 4096)");
+	if (grow_threads(r, i) < 0)
+		return -1;
+	if (r->rp->threads[i].known)
+		return bad(r, "a second 'thread' line for this index");
+	r->rp->threads[i] = (struct cm_replay_thread){ pid, tid, rank, index,
+						       1 };
+	return 0;
+}
+
+/* "a TIME I SPACE INODE ADDR SHARED" (hex space, inode, addr) */
+static int on_access(struct reader *r, char **w, int n)
+{
+	struct cm_block_key key;
+	uint64_t t, space, inode, addr;
+	int i, shared, ev;
+
+	if (n != 7 || word_u64(w[1], 10, &t) ||
+	    word_int(w[2], 0, CM_REPLAY_MAX_THREADS - 1, &i) ||
+	    word_u64(w[3], 16, &space) || word_u64(w[4], 16, &inode) ||
+	    word_u64(w[5], 16, &addr) || word_int(w[6], 0, 1, &shared))
+		return bad(r, "want 'a TIME I SPACE INODE ADDR SHARED' "
+			   "(I < 4096, SHARED 0 or 1)");
+	if (grow_threads(r, i) < 0)
+		return -1;
+	if (shared)
+		cm_block_key_shared(&key, space, inode, addr);
+	else
+		cm_block_key_private(&key, space, addr);
+	ev = cm_detect_access(r->table, r->rp->m, i, &key, t);
+	if (ev < 0)
+		return cm_errorf(r->err, ENOMEM, "recording: out of memory");
+	r->rp->accesses++;
+	r->rp->events += (uint64_t)ev;
+	if (t > r->rp->last_ns)
+		r->rp->last_ns = t;
+	return 0;
+}
+
+static int keep_text(struct reader *r, char **dst, const char *s)
+{
+	if (*dst)
+		return bad(r, "given twice");
+	*dst = strdup(s);
+	return *dst ? 0 : cm_errorf(r->err, ENOMEM, "recording: out of "
+				    "memory");
+}
+
+/* The trailer's lines: cpuset, dry_run, mode, end (topology: on_line). */
+static int on_trailer(struct reader *r, char **w, int n)
+{
+	struct cm_replay *rp = r->rp;
+
+	if (strcmp(w[0], "cpuset") == 0 && n == 2)
+		return keep_text(r, &rp->cpuset, w[1]);
+	if (strcmp(w[0], "dry_run") == 0 && n == 2)
+		return word_int(w[1], 0, 1, &rp->dry_run) ?
+		       bad(r, "dry_run: want 0 or 1") : 0;
+	if (strcmp(w[0], "mode") == 0 && n == 2) {
+		if (strlen(w[1]) >= sizeof(rp->mode))
+			return bad(r, "mode: too long");
+		strcpy(rp->mode, w[1]);
+		return 0;
+	}
+	if (strcmp(w[0], "end") == 0 && n == 1) {
+		rp->complete = 1;
+		return 0;
+	}
+	return bad(r, "unknown line (want a, thread, topology, cpuset, "
+		   "dry_run, mode or end)");
+}
+
+/* The three header lines, in order. */
+static int on_header(struct reader *r, char **w, int n)
+{
+	struct cm_replay *rp = r->rp;
+	uint64_t b, s;
+	int v;
+
+	if (r->header == 0) {
+		if (n != 2 || strcmp(w[0], CM_RECORD_FORMAT) ||
+		    word_int(w[1], 0, 1000, &v))
+			return bad(r, "not a commap recording (want "
+				   "'" CM_RECORD_FORMAT " 1')");
+		if (v != CM_RECORD_VERSION)
+			return bad(r, "unsupported version (this commap reads "
+				   "version 1)");
+	} else if (r->header == 1) {
+		if (n != 3 || strcmp(w[0], "start") ||
+		    word_u64(w[1], 10, &rp->start_real_ns) ||
+		    word_u64(w[2], 10, &rp->start_mono_ns))
+			return bad(r, "want 'start REALTIME_NS MONOTONIC_NS'");
+	} else {
+		if (n != 4 || strcmp(w[0], "detect") ||
+		    word_u64(w[1], 10, &b) || word_u64(w[2], 10, &s) ||
+		    word_u64(w[3], 10, &rp->detect.window_ns) ||
+		    b > UINT32_MAX || s > CM_REPLAY_MAX_SLOTS)
+			return bad(r, "want 'detect BLOCK SLOTS WINDOW_NS' "
+				   "(SLOTS <= 2^20)");
+		rp->detect.block_size = (uint32_t)b;
+		rp->detect.slots = (uint32_t)s;
+		r->table = cm_detect_table_new(&rp->detect, r->err);
+		if (!r->table)
+			return bad(r, "detect: the table's configuration is "
+				   "out of range");
+	}
+	r->header++;
+	return 0;
+}
+
+static int on_line(struct reader *r, char *line)
+{
+	char copy[CM_REPLAY_MAX_LINE], *w[MAX_WORDS];
+	int n;
+
+	/* hwloc's synthetic description: words of its own, kept whole */
+	if (r->header == 3 && strncmp(line, "topology ", 9) == 0 &&
+	    line[9] && !r->rp->complete)
+		return keep_text(r, &r->rp->synthetic, line + 9);
+	strcpy(copy, line);
+	n = split(copy, w, MAX_WORDS);
+	if (n <= 0 || !*w[0])
+		return bad(r, n < 0 ? "too many words" : "empty line");
+	if (r->header < 3)
+		return on_header(r, w, n);
+	if (r->rp->complete)
+		return bad(r, "text after 'end'");
+	if (strcmp(w[0], "a") == 0)
+		return on_access(r, w, n);
+	if (strcmp(w[0], "thread") == 0)
+		return on_thread(r, w, n);
+	return on_trailer(r, w, n);
+}
+
+void cm_replay_free(struct cm_replay *rp)
+{
+	if (!rp)
+		return;
+	free(rp->threads);
+	free(rp->synthetic);
+	free(rp->cpuset);
+	cm_matrix_free(rp->m);
+	memset(rp, 0, sizeof(*rp));
+}
+
+/* Each line in turn; a line longer than the limit or holding a NUL is an
+ * error, the last line may lack its newline. */
+static int each_line(struct reader *r, const char *text, size_t len)
+{
+	char line[CM_REPLAY_MAX_LINE];
+	size_t pos = 0;
+
+	while (pos < len) {
+		const char *nl = memchr(text + pos, '\n', len - pos);
+		size_t n = nl ? (size_t)(nl - (text + pos)) : len - pos;
+
+		r->lineno++;
+		if (n >= sizeof(line))
+			return bad(r, "line too long");
+		memcpy(line, text + pos, n);
+		line[n] = '\0';
+		if (strlen(line) != n)
+			return bad(r, "NUL byte");
+		if (on_line(r, line) < 0)
+			return -1;
+		pos += n + 1;
+	}
+	if (r->header < 3)
+		return cm_errorf(r->err, EINVAL, "recording: ends inside its "
+				 "header (%d of 3 lines)", r->header);
+	return 0;
+}
+
+int cm_replay_parse(const char *text, size_t len, struct cm_replay *rp,
+		    struct cm_error *err)
+{
+	struct reader r = { rp, NULL, 0, 0, err };
+	int rc;
+
+	memset(rp, 0, sizeof(*rp));
+	strcpy(rp->mode, "dynamic");
+	rp->m = cm_matrix_new(0);
+	if (!rp->m)
+		return cm_errorf(err, ENOMEM, "recording: out of memory");
+	rc = each_line(&r, text, len);
+	cm_detect_table_free(r.table);
+	if (rc < 0)
+		cm_replay_free(rp);
+	return rc;
+}

@@ -1,0 +1,67 @@
+/* replay.h: reading a recording (record.h, docs/formats.md "Recordings")
+ * and replaying it offline: `commap replay FILE` (commap-agent --replay).
+ *
+ * The accesses are fed, in their recorded order, to a sharer table of the
+ * recorded configuration, which rebuilds the events and the matrix the
+ * live agent's table produced (the unaged "edges" of its result, for a
+ * recording of a dry run: under real pinning the agent also corrects
+ * co-located pairs, which a replay does not know of).  The threads that
+ * communicate enough (remap_policy.h: CM_REMAP_MIN_THREAD_EVIDENCE and
+ * CM_REMAP_MIN_THREAD_SHARE of the busiest) are then mapped once, from
+ * scratch (cm_map, auto, seed 1), onto the recorded topology restricted
+ * to the recorded CPU set.  Nothing depends on the clock or the machine
+ * that replays: the same recording gives the same bytes.
+ */
+#ifndef COMMAP_NODEAGENT_REPLAY_H
+#define COMMAP_NODEAGENT_REPLAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "commap/error.h"
+#include "commap/matrix.h"
+#include "detect_table.h"
+
+/* Bounds on what a recording may ask for: thread indices (the matrix is
+ * n x n), and line length. */
+#define CM_REPLAY_MAX_THREADS 4096
+#define CM_REPLAY_MAX_LINE 4096
+/* The sharer table's slots (the agent uses 2^18; each is ~80 bytes). */
+#define CM_REPLAY_MAX_SLOTS (1u << 20)
+
+struct cm_replay_thread {
+	pid_t pid, tid;
+	int rank, index;
+	int known;		/* a "thread" line was read */
+};
+
+/* A parsed recording with its matrix rebuilt. */
+struct cm_replay {
+	uint64_t start_real_ns, start_mono_ns;
+	struct cm_detect_config detect;
+	struct cm_replay_thread *threads;
+	int nthreads;
+	uint64_t accesses, events;
+	uint64_t last_ns;	/* time of the last access, 0 none */
+	char *synthetic;	/* NULL: no topology line */
+	char *cpuset;		/* NULL: none */
+	int dry_run;
+	char mode[16];
+	int complete;		/* the "end" line was read */
+	struct cm_matrix *m;
+};
+
+/* Read a recording from text (len bytes, not NUL-terminated) into rp.
+ * 0, or -1 with errno EINVAL (err: "line N: what is wrong") or ENOMEM;
+ * rp is then empty. */
+int cm_replay_parse(const char *text, size_t len, struct cm_replay *rp,
+		    struct cm_error *err);
+void cm_replay_free(struct cm_replay *rp);
+
+/* The whole replay: read path, rebuild, map, write the commap-result to
+ * output (NULL: standard output).  Exit status: 0, 1 (unreadable or bad
+ * recording, write failure; one line on stderr). */
+int cm_replay_run(const char *path, const char *output);
+
+#endif
