@@ -1,0 +1,166 @@
+/* agent_internal.h: the node agent's state, shared by its parts.
+ *
+ * agent_loop.c runs the loop (input, scans, intervals, detection, the
+ * result); agent_place.c applies placements (pins, the placement
+ * invariant, the progress guard, static and dynamic mapping).  Private
+ * to commap-agent.
+ */
+#ifndef COMMAP_AGENT_INTERNAL_H
+#define COMMAP_AGENT_INTERNAL_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include <hwloc.h>
+
+#include "agent.h"
+#include "agent_result.h"
+#include "app_identity.h"
+#include "collect.h"
+#include "commap/matrix.h"
+#include "commap/topology.h"
+#include "model_fetch.h"
+#include "placement.h"
+#include "progress_guard.h"
+#include "proc_track.h"
+#include "remap_policy.h"
+
+#define MAX_POLLFDS 256
+#define IDENTITY_REFRESH_NS 1000000000ull	/* follow exec for 1 s */
+/* Learned mappings (docs/agent.md "Learned mappings"). */
+#define FAST_SCAN_MS 5		/* while expected threads are missing */
+#define FAST_SCAN_QUIET_NS 3000000000ull	/* ... and appearing */
+#define TASK_LINES_QUIET_NS 30000000ull	/* all tasks of the step seen */
+#define LEARNED_DISAGREE_GAIN 0.20	/* detection "clearly disagrees" */
+#define LEARNED_DISAGREE_INTERVALS 2
+#define CRED_FRESH_NS 60000000000ull	/* a credential made at start */
+#define LEARNED_HOLD_NS 2000000000ull	/* learned pins read back */
+
+#define COST_CACHE_DIR "/run/commap"
+#define CHECKPOINT_MIN_INTERVAL_MS 400	/* checkpoint() only above */
+#define CHECKPOINT_NS (CM_REMAP_INTERVAL_MS_START * 1000000ull)
+
+struct agent {
+	int cost_logged;	/* the measured sampling cost was logged */
+	int time_sampled;	/* the sample backend: CPU-time sampling */
+	const struct cm_agent_opts *o;
+	enum cm_agent_mode mode;	/* learned runs as dynamic for now */
+	struct cm_tracker *tr;
+	struct cm_collector *col;	/* NULL: no detection */
+	struct cm_recorder *rec;	/* --record (record.h); NULL none */
+	struct cm_topo *topo;		/* restricted to the allowed PUs */
+	hwloc_bitmap_t allowed;		/* NULL in a dry run */
+	int dry_run;
+	int pin_ok;			/* pinning not disabled by a failure */
+	struct cm_matrix *fresh;	/* this interval's events */
+	struct cm_matrix *live;		/* aged (LHMapping §3.4.1) */
+	struct cm_matrix *total;	/* everything, for the result */
+	int *cur_os;			/* per tracker thread: OS PU, -1 */
+	double *cpu_s;			/* per tracker thread */
+	int cap;
+	int *partner;
+	int npartner;
+	int interval_ms;
+	uint64_t t0_ns, next_scan_ns, next_interval_ns;
+	uint64_t next_checkpoint_ns;	/* inside a long interval */
+	uint64_t last_aged_ns;		/* the live matrix was aged */
+	int stdin_open;
+	/* A line longer than this is refused whole by the parser: it is
+	 * kept one byte longer than the longest valid line. */
+	char line[CM_AGENT_CPULIST_MAX + 64];
+	size_t linelen;
+	int roots_added;
+	struct agent_static st;
+	int *static_os;			/* static mode: OS PU of thread k */
+	int nstatic;
+	int static_applied;		/* threads handled by static mode */
+	struct cm_agent_result res;
+	double mapping_ms;
+	char problem_logged[CM_ERROR_TEXT_MAX];
+	/* learned mappings */
+	int app_settled;		/* exe hash and argv shape known */
+	struct cm_exe_hash_cache hash_cache;
+	struct cm_exe_hash_job hash_job;	/* a large executable */
+	int hashing;			/* hash_job is running */
+	int model_wanted;		/* fetch a model at step start */
+	int model_active;		/* pin new threads from the model */
+	struct cm_model model;
+	int *model_os;			/* per identity: OS PU, -1 */
+	int model_applied;		/* threads before it all handled */
+	char *model_done;		/* per tracker thread: handled */
+	int model_done_cap;
+	uint64_t model_pin_ns;		/* the last learned pin */
+	int model_pending;		/* targets not pinned yet */
+	double model_cost;		/* cm_cost of the learned mapping */
+	char *cred;			/* munge credential made at start */
+	uint64_t cred_ns;
+	int disagree;			/* intervals detection disagreed */
+	int recheck;			/* remap_policy.h: intervals left */
+	/* the placement before the last complete remap (OS PU per tracker
+	 * thread, nundo of them), which an undo would return to */
+	int *undo_os;
+	int nundo;
+	int undos;			/* undos in a row */
+	uint64_t last_full_ns;
+	uint64_t last_new_thread_ns, last_task_line_ns;
+	/* the progress guard (progress_guard.h): schedstat snapshots per
+	 * tracker thread (-1 unread), the last one and the one at the
+	 * mapping being judged, the placement before it (OS PUs) */
+	double *g_cpu, *g_wait, *g_cpu_a, *g_wait_a;
+	int g_cap;
+	uint64_t g_snap_ns, g_apply_ns, g_hold_until_ns;
+	int g_pending, g_have_before, g_undos;
+	struct cm_progress g_before;
+	int *g_prev_os;
+	int g_nprev;
+};
+
+/* ---- time --------------------------------------------------------- */
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline double elapsed_s(const struct agent *a)
+{
+	return (double)(now_ns() - a->t0_ns) / 1e9;
+}
+
+static inline double ms_since(uint64_t t)
+{
+	return (double)(now_ns() - t) / 1e6;
+}
+
+/* ---- agent_place.c ------------------------------------------------ */
+
+/* Record the step's placement in the timeline (exited threads -1, the
+ * live count); the entry, or NULL on ENOMEM. */
+struct cm_result_mapping *ag_record_mapping(struct agent *a, double cost,
+					    const char *why);
+/* Pin the threads of want (PU indices, -1: no wish) within the
+ * placement invariant; the threads moved, -1 on error. */
+int ag_apply_within_invariant(struct agent *a, int *want);
+/* The progress guard: the window before the next mapping starts (an
+ * interval's end); no mapping while it backs off; judge the last
+ * mapping once its window has passed (every loop turn). */
+void ag_guard_mark(struct agent *a);
+int ag_guard_holding(const struct agent *a);
+void ag_guard_poll(struct agent *a);
+/* Static mode: map the file once; pin threads seen since the last call. */
+int ag_static_prepare(struct agent *a, struct cm_error *err);
+void ag_static_apply_new(struct agent *a);
+/* Dynamic mode: the mapped set; its current PUs (the number unplaced);
+ * the co-location correction of this interval's events; the remap; the
+ * partner filter. */
+int ag_live_set_build(struct agent *a, struct cm_place_set *s);
+int ag_current_pus(struct agent *a, const struct cm_place_set *s, int *pu);
+void ag_correct_colocation(struct agent *a);
+enum cm_remap_plan_kind ag_remap(struct agent *a, const struct cm_place_set *s,
+				 const struct cm_matrix *sub, const char *why);
+int ag_partners_compare(struct agent *a, int keep);
+
+#endif
