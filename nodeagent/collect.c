@@ -837,6 +837,21 @@ static void fault_filter_sync(struct cm_collector *c)
 	c->filter_nalive = alive;
 }
 
+/* Thread i's identity into the recording, once: when a sync first sees
+ * it (its arrival), or at its first access. */
+static void record_identity(struct cm_collector *c, int i)
+{
+	const struct cm_tracked_thread *th;
+	const struct cm_tracked_proc *pr;
+
+	if (!c->o.record || cm_record_has_thread(c->o.record, i))
+		return;
+	th = cm_tracker_thread(c->tr, i);
+	pr = th ? cm_tracker_proc(c->tr, th->proc) : NULL;
+	cm_record_thread(c->o.record, i, pr ? pr->pid : 0, th ? th->tid : 0,
+			 pr ? pr->rank : -1, th ? th->index : -1);
+}
+
 int cm_collect_sync(struct cm_collector *c, struct cm_error *err)
 {
 	int n, np, attached = 0;
@@ -862,6 +877,7 @@ int cm_collect_sync(struct cm_collector *c, struct cm_error *err)
 				ct->state = TH_GONE;
 			continue;
 		}
+		record_identity(c, i);
 		if (!c->s)
 			continue;	/* faults only: nothing to attach */
 		if (ct->state == TH_NEW && whole[th->proc])
@@ -1038,18 +1054,11 @@ static int decode_sample(struct cm_collector *c, int p,
 }
 
 /* The access as the table is about to see it, for a replay (record.h):
- * the thread's identity before its first access. */
-static void record_ref(struct cm_collector *c, int i, int p,
+ * the thread's identity (record_identity) before its first access. */
+static void record_ref(struct cm_collector *c, int i,
 		       const struct cm_block_key *key, uint64_t time)
 {
-	if (!cm_record_has_thread(c->o.record, i)) {
-		const struct cm_tracked_thread *th = cm_tracker_thread(c->tr, i);
-		const struct cm_tracked_proc *pr = cm_tracker_proc(c->tr, p);
-
-		cm_record_thread(c->o.record, i, pr ? pr->pid : 0,
-				 th ? th->tid : 0, pr ? pr->rank : -1,
-				 th ? th->index : -1);
-	}
+	record_identity(c, i);
 	cm_record_access(c->o.record, i, key, time);
 }
 
@@ -1075,7 +1084,7 @@ static void account_ref(struct drain_ctx *d, int i, int p, pid_t pid,
 	if (key.shared)
 		c->st.shared_refs++;
 	if (c->o.record)
-		record_ref(c, i, p, &key, time);
+		record_ref(c, i, &key, time);
 	ev = cm_detect_access(c->table, d->m, i, &key, time);
 	if (ev < 0) {
 		d->nomem = 1;

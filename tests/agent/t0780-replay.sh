@@ -1,0 +1,107 @@
+#!/bin/bash
+# Recordings and replay (docs/formats.md "Recordings"): a live dry run
+# recorded with `commap run --record` replays to the same matrix as the
+# live result's, and to the same bytes twice; the recordings kept in
+# tests/data/recordings (real runs, README there) replay to the pairs they
+# were recorded from, each pair mapped onto one core; bad recordings and
+# command lines are refused with a message naming the problem.
+. "$top_srcdir/tests/integration/tap.sh"
+pairs="$top_builddir/tests/agent/pairs"
+recordings="$top_srcdir/tests/data/recordings"
+export COMMAP_AGENT="$top_builddir/nodeagent/commap-agent"
+
+# py EXPR FILE...: a Python expression over the results r[0], r[1], ...
+py() {
+	python3 - "$@" <<'EOF2'
+import json, sys
+r = [json.load(open(f)) for f in sys.argv[2:]]
+sys.exit(0 if eval("(" + sys.argv[1] + ")") else 1)
+EOF2
+}
+# pairs_on_cores RESULT PER: in the last mapping, every creation-index
+# pair (1,2), (3,4), ... is mapped onto one core (PER PUs per core) or
+# left unmapped as a whole, and at least one pair is mapped.
+pairs_on_cores() {
+	python3 - "$1" "$2" <<'EOF2'
+import json, sys
+m = json.load(open(sys.argv[1]))["timeline"][-1]["pu_of_thread"]
+per = int(sys.argv[2])
+pairs = [(m[a], m[a + 1]) for a in range(1, len(m) - 1, 2)]
+sys.exit(0 if any(x >= 0 for x, _ in pairs) and all(
+    (x < 0 and y < 0) or (x >= 0 and x // per == y // per)
+    for x, y in pairs) else 1)
+EOF2
+}
+
+# 1. A live dry run, recorded.  The period is fixed (as in t0700) so that
+# a busy machine still gives the matrix some events; 1.5 s of CPU time.
+run "$commap" run --quiet --period-us 1000 --topology "pack:2 core:2 pu:2" \
+	--record "$T/live.rec" --output "$T/live.json" \
+	-- "$pairs" -p 4 -t 800 -c 1500
+is "live: exit 0" "$status" 0
+ok "live: the recording is complete (ends with 'end')" \
+	test "$(tail -n 1 "$T/live.rec")" = end
+run "$commap" replay "$T/live.rec" --output "$T/r1.json"
+is "replay: exit 0" "$status" 0
+run "$commap" replay "$T/live.rec"
+printf '%s\n' "$out" >"$T/r2.json"
+ok "replay twice: the same bytes (file and standard output)" \
+	cmp -s "$T/r1.json" "$T/r2.json"
+ok "replay: the live run's matrix, edge for edge" \
+	py 'r[0]["edges"] and sorted(map(tuple, r[0]["edges"])) ==
+sorted(map(tuple, r[1]["edges"]))' "$T/live.json" "$T/r1.json"
+ok "replay: a commap-result of mode replay, the live run's threads" \
+	py 'r[1]["format"] == "commap-result" and r[1]["mode"] == "replay" and
+[(t["pid"], t["tid"]) for t in r[1]["threads"]] ==
+[(t["pid"], t["tid"]) for t in r[0]["threads"]][:len(r[1]["threads"])]' \
+	"$T/live.json" "$T/r1.json"
+ok "replay: the recorded machine and CPU set" \
+	py 'r[0]["topology"]["cpuset"] == "0-7" and r[0]["topology"]["pus"] == 8
+and r[0]["topology"]["dry_run"]' "$T/r1.json"
+
+# 2. The kept recordings: real runs of pairs (README there).
+for rec in "$recordings"/pairs4-dry.rec:2 "$recordings"/pairs2-2cpus.rec:1; do
+	f=${rec%:*} per=${rec##*:} name=$(basename "${rec%:*}")
+	"$commap" replay "$f" >"$T/a.json" 2>"$T/err"
+	"$commap" replay "$f" >"$T/b.json" 2>>"$T/err"
+	ok "$name: replays to the same bytes twice" cmp -s "$T/a.json" "$T/b.json"
+	ok "$name: the matrix is the pairs, nothing else" py '
+r[0]["edges"] and all(j == i + 1 and i % 2 == 1 for i, j, w in r[0]["edges"])' \
+		"$T/a.json"
+	ok "$name: each mapped pair on one core" pairs_on_cores "$T/a.json" "$per"
+done
+
+# 3. Refused: each message names the problem.
+printf 'commap-recording 1\nstart 1 2\ndetect 4096 1024 0\na 5 0 0 0 zz 0\n' \
+	>"$T/bad.rec"
+run "$commap" replay "$T/bad.rec"
+ok "bad access line: exit 1, the line named" \
+	[ "$status" -eq 1 ] && printf '%s' "$err" | grep -q "line 4: want 'a TIME"
+printf 'commap-recording 1\nstart 1 2\n' >"$T/short.rec"
+run "$commap" replay "$T/short.rec"
+ok "header cut short: exit 1, said so" \
+	[ "$status" -eq 1 ] && printf '%s' "$err" | grep -q "ends inside its header"
+printf 'P1\n' >"$T/other.rec"
+run "$commap" replay "$T/other.rec"
+ok "not a recording: exit 1, said so" \
+	[ "$status" -eq 1 ] && printf '%s' "$err" | grep -q "not a commap recording"
+run "$commap" replay "$T/none.rec"
+ok "missing file: exit 1, the file named" \
+	[ "$status" -eq 1 ] && printf '%s' "$err" | grep -q "none.rec"
+fails_with 2 "no recording" "$commap" replay
+fails_with 2 "--bogus" "$commap" replay --bogus x
+# A recording the agent could not finish (killed): replayed, with a warning.
+head -n 200 "$recordings/pairs4-dry.rec" >"$T/cut.rec"
+run "$commap" replay "$T/cut.rec" --output "$T/cut.json"
+ok "cut recording: replayed, a warning says it ends early" \
+	py '[w for w in r[0].get("warnings", []) if "ends early" in w]' \
+	"$T/cut.json"
+# The agent refuses --record where it cannot write, and the run goes on.
+run "$commap" run --quiet --period-us 1000 --topology "pack:2 core:2 pu:2" \
+	--record "$T/no/such/dir.rec" --output "$T/nodir.json" \
+	-- "$pairs" -p 1 -t 200
+ok "unwritable --record: the program's status, a warning in the result" \
+	py '[w for w in r[0].get("warnings", []) if "cannot create" in w]' \
+	"$T/nodir.json"
+
+done_testing

@@ -1,0 +1,61 @@
+/* fuzz_recording.c: the reader of the agent's recordings (cm_replay_parse
+ * in nodeagent/record_read.c, docs/formats.md "Recordings") on arbitrary
+ * text.
+ *
+ * Invariants: a refused text leaves the replay empty and says why, naming
+ * the line where there is one; an accepted one has at most
+ * CM_REPLAY_MAX_THREADS threads, a matrix no larger, whose total weight is
+ * the number of events the table reported, and parsing it again gives the
+ * same matrix (the replay is deterministic).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "fuzz_input.h"
+#include "replay.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_accepted(const char *text, size_t size,
+			   const struct cm_replay *rp)
+{
+	struct cm_replay again;
+	struct cm_error err = { "" };
+
+	fuzz_require(rp->nthreads >= 0 &&
+		     rp->nthreads <= CM_REPLAY_MAX_THREADS, "thread count");
+	fuzz_require(rp->m && cm_matrix_nthreads(rp->m) <= rp->nthreads,
+		     "the matrix holds only recorded threads");
+	fuzz_require(fabs(cm_matrix_total(rp->m) - (double)rp->events) < 0.5,
+		     "the matrix weighs the events");
+	fuzz_require(rp->events == 0 || rp->accesses > 0, "events need "
+		     "accesses");
+	fuzz_require(cm_replay_parse(text, size, &again, &err) == 0,
+		     "an accepted recording is accepted again");
+	fuzz_require(again.events == rp->events &&
+		     cm_matrix_nedges(again.m) == cm_matrix_nedges(rp->m) &&
+		     cm_matrix_total(again.m) == cm_matrix_total(rp->m),
+		     "the same recording gives the same matrix");
+	cm_replay_free(&again);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *text = fuzz_bytes(data, size);
+	struct cm_replay rp;
+	struct cm_error err = { "" };
+
+	if (cm_replay_parse(text, size, &rp, &err) < 0) {
+		fuzz_require(err.text[0] != '\0' && !rp.m && !rp.threads &&
+			     !rp.synthetic && !rp.cpuset,
+			     "a refused text leaves the replay empty, said why");
+		fuzz_require(strncmp(err.text, "recording: ", 11) == 0,
+			     "the message says it is the recording");
+	} else {
+		check_accepted(text, size, &rp);
+		cm_replay_free(&rp);
+	}
+	free(text);
+	return 0;
+}
