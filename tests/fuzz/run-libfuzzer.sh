@@ -26,7 +26,9 @@ fuzz_map_weights)
 	lib=$(cd "$top" && echo lib/*.c)
 	libs="$libs $(pkg-config --cflags --libs hwloc)"
 	;;
-fuzz_result_upload) lib="$lib service/result_validate.c"; inc="$inc -I$top/service" ;;
+fuzz_result_upload)
+	lib="$lib service/result_validate.c lib/placement_check.c"
+	lib="$lib lib/placement_result.c"; inc="$inc -I$top/service" ;;
 fuzz_spank_config) lib="lib/error.c spank/spank_config.c"; inc="$inc -I$top/spank" ;;
 fuzz_svc_config) lib="lib/error.c service/svc_config.c"; inc="$inc -I$top/service" ;;
 fuzz_task_line) lib="$lib nodeagent/agent_opts.c"; inc="$inc -I$top/nodeagent" ;;
