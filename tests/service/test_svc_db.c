@@ -275,6 +275,46 @@ static void test_job_list(void)
 
 /* A database made by an older service (migrations 1 and 2, with data)
  * is brought up to date by opening it. */
+/* On a database migrated from before clusters (sql/0008): the old rows
+ * have the cluster "", and a run is (cluster, job, step, node, owner,
+ * start).  Job 9 step 0 on n, uid 5, started 2020-01-01T00:00:00Z is
+ * stored with the document "{}". */
+static void test_reused_ids(struct svc_db *db)
+{
+	json_t *same = make_result(9, 0, "n", 5, "u", "/a",
+				   "2020-01-01T00:00:00Z", 1.0);
+	json_t *later = make_result(9, 0, "n", 5, "u", "/a",
+				    "2021-05-01T00:00:00Z", 1.0);
+	json_t *other = make_result(9, 0, "n", 6, "v", "/a",
+				    "2020-01-01T00:00:00Z", 1.0);
+	json_t *beta = make_result(9, 0, "n", 5, "u", "/a",
+				   "2020-01-01T00:00:00Z", 1.0);
+	sqlite3_stmt *st = NULL;
+	int64_t r1 = 0, r2 = 0;
+
+	sqlite3_prepare_v2(svc_db_conn(db), "SELECT COUNT(*) FROM results"
+			   " WHERE cluster = ''", -1, &st, NULL);
+	ok(st && sqlite3_step(st) == SQLITE_ROW &&
+	   sqlite3_column_int(st, 0) == 2, "  the old results have cluster ''");
+	sqlite3_finalize(st);
+	json_object_set_new(beta, "cluster", json_string("beta"));
+	is_int(store(db, same, NULL, &r1), SVC_STORE_CONFLICT,
+	       "other data for an old row's run (same owner, start, no cluster): conflict");
+	is_int(store(db, later, NULL, &r1), SVC_STORE_NEW,
+	       "job 9 step 0 on n started later (a reused id): a new row");
+	is_int(store(db, later, NULL, &r2), SVC_STORE_DUPLICATE,
+	       "  its retry: a duplicate");
+	is_int(r2, r1, "  of the same row");
+	is_int(store(db, other, NULL, &r1), SVC_STORE_NEW,
+	       "another owner, same start: a new row");
+	is_int(store(db, beta, NULL, &r1), SVC_STORE_NEW,
+	       "cluster beta, same owner and start: a new row");
+	json_decref(same);
+	json_decref(later);
+	json_decref(other);
+	json_decref(beta);
+}
+
 static void test_migrate_old(void)
 {
 	char p[300], *msg = NULL;
@@ -343,6 +383,8 @@ static void test_migrate_old(void)
 	       "  job 10 recounted: 1 migration, its 2 first placements not");
 	is_int(job_at(jobs, 1, "migrations"), 0, "  job 9: none");
 	list(NULL, 0, 0);
+	if (db)
+		test_reused_ids(db);
 	svc_db_close(db);
 	unlink(p);
 }
