@@ -709,7 +709,19 @@ json_t *svc_models_list(struct svc_db *db, int64_t owner_uid,
 		sql_error(conn, err, "bind");
 		goto fail;
 	}
-	while ((m = model_row(conn, st, err))) {
+	for (;;) {
+		int64_t row;
+
+		m = model_row_id(conn, st, &row, err);
+		/* The next fold of its key quarantines it; till then the
+		 * owner's other models are still listed. */
+		if (!m && errno == EBADMSG) {
+			svc_log(SVC_LOG_DEBUG, "models: left out of a listing: %s",
+				err->text);
+			continue;
+		}
+		if (!m)
+			break;
 		if (!full)
 			summarise(m);
 		if (json_array_append_new(list, m) < 0)

@@ -56,6 +56,9 @@ is "A's model row is corrupted in SQLite" \
 	"$(sql "SELECT json_valid(model) FROM models WHERE id = $id_a")" 0
 
 ok "the service restarts" start_service "$T/svc.conf"
+req $A GET /v1/models
+is "A lists their models meanwhile: 200" "$code" 200
+is "  the unreadable one left out" "$(jq_py 'len(j["models"])')" 0
 # A's run first: with the old worker its batch failed, B's waited forever.
 ok "A's second run is stored" upload 3003 "$uid_a" $A
 ok "B's second run is stored" upload 3004 "$uid_b" $B
