@@ -40,3 +40,4 @@ EXTRA_DIST += $(WORKLOAD_TESTS) tests/workloads/compare-matrix \
 	tests/workloads/README.md
 
 include tests/bench/detect/local.mk
+include tests/bench/mpi/local.mk

@@ -14,7 +14,9 @@
 # ranks, the share of it that came from CMA (the rest is sampled
 # sharing), and the cosine of the rank matrix with the PMPI truth.
 # overhead: the same ring with a fixed number of iterations, alone and
-# under the agent, interleaved (random order within each repetition);
+# under the agent, interleaved (random order within each repetition); the
+# agent maps onto a synthetic topology (a dry run: nothing pinned, so the
+# two runs differ only by detection, not by placement);
 # prints the median elapsed time of each and their ratio, and the agent's
 # CPU time.  Run as root (CMA tracing needs it).
 set -euo pipefail
@@ -29,6 +31,7 @@ mpi=openmpi
 bytes=65536
 iters=20000
 reps=5
+topo="pack:1 core:2 pu:1"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--builddir) b=$(cd "$2" && pwd); shift 2 ;;
@@ -81,12 +84,10 @@ sizes_table() {
 	done
 }
 
+# The workload's own time, from its start barrier to its end (MPI start-up
+# and the tool's are not counted).
 elapsed() {
-	local t0 t1
-	t0=$(date +%s.%N)
-	"$@" >/dev/null 2>"$T/err.last"
-	t1=$(date +%s.%N)
-	python3 -c "print($t1 - $t0)"
+	"$@" 2>"$T/err.last" | sed -n 's/.*elapsed_s=\([0-9.]*\).*/\1/p'
 }
 
 overhead_table() {
@@ -95,12 +96,13 @@ overhead_table() {
 		for which in $(shuf -e alone agent); do
 			if [ "$which" = alone ]; then
 				elapsed launch --pattern ring --bytes "$bytes" \
-					--iters "$iters" >>"$T/alone"
+					--iters "$iters" --report >>"$T/alone"
 			else
 				elapsed "$b/cli/commap" run -v --output "$T/o.json" \
-					-- bash -c "$(declare -f launch); T=$T \
-					np=$np; launch --pattern ring --bytes \
-					$bytes --iters $iters" >>"$T/agent"
+					--topology "$topo" -- bash -c \
+					"$(declare -f launch); T=$T np=$np; launch \
+					--pattern ring --bytes $bytes --iters $iters \
+					--report" >>"$T/agent"
 				python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["stats"]["agent_cpu_s"])' "$T/o.json" >>"$T/cpu"
 			fi
 		done
