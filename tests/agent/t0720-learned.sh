@@ -46,29 +46,32 @@ EOF
 nolines() { grep -c "commap-agent: .*$1" "$T/err"; }
 
 # --- run 1: dynamic, no model yet; the result feeds one ------------------
-# (2.5 s: enough samples for every pair even when the machine is loaded)
-run "$commap" run --topology "$topo" --output "$T/r1.json" \
-	-- "$pairs" -p 4 -t 2500
+# 5 s of CPU time (-c: a busy machine stretches the run instead of ending
+# it) at a fixed period: left to the overhead budget, a node whose
+# sample-cost calibration ran beside other work samples every 7.6-10 ms,
+# and the model then lacks pairs (docs/testing.md).
+run "$commap" run --period-us 1000 --topology "$topo" --output "$T/r1.json" \
+	-- "$pairs" -p 4 -t 2500 -c 5000
 is "run 1 (dynamic): exit 0" "$status" 0
 want="sha256:$(sha256sum "$pairs" | cut -c1-64)"
 is "run 1: exe_hash is the executable's sha256" \
 	"$(pyv "$T/r1.json" 'd["identity"]["exe_hash"]')" "$want"
 is "run 1: argv_shape" "$(pyv "$T/r1.json" 'd["identity"]["argv_shape"]')" \
-	"pairs -p # -t #"
+	"pairs -p # -t # -c #"
 ok "run 1: ranks 1, threads_per_rank 9" py "$T/r1.json" \
 	'd["identity"]["ranks"] == 1 and d["identity"]["threads_per_rank"] == 9'
 ok "run 1: no model to start from (used false, with the reason)" \
 	py "$T/r1.json" 'd["model"]["used"] is False and "no model" in d["model"]["reason"]'
 is "run 1: one log line about it" "$(nolines 'no learned model')" 1
-q="exe_hash=$(printf %s "$want" | sed 's/:/%3A/')&ranks=1&argv_shape=pairs%20-p%20%23%20-t%20%23"
+q="exe_hash=$(printf %s "$want" | sed 's/:/%3A/')&ranks=1&argv_shape=pairs%20-p%20%23%20-t%20%23%20-c%20%23"
 req root GET "/v1/models?$q"
 is "run 1 was uploaded: the service has a model" "$code" 200
 is "  of 1 run" "$(jq_py 'j["runs"]')" 1
 diag "dynamic pin latency (ms): $(pyv "$T/r1.json" 'd["stats"]["pin_latency_ms"]')"
 
 # --- run 2: learned ------------------------------------------------------
-run "$commap" run --mode learned --topology "$topo" --output "$T/r2.json" \
-	-- "$pairs" -p 4 -t 1000
+run "$commap" run --mode learned --period-us 1000 --topology "$topo" \
+	--output "$T/r2.json" -- "$pairs" -p 4 -t 1000 -c 2000
 is "run 2 (learned): exit 0" "$status" 0
 ok "run 2: mode learned, started from the model (1 run)" py "$T/r2.json" \
 	'd["mode"] == "learned" and d["model"]["used"] is True and d["model"]["runs"] == 1'
@@ -95,7 +98,7 @@ is "run 2 improved the model: 2 runs" "$(jq_py 'j["runs"]')" 2
 
 # --- the model on another allocation: this machine's real PUs -------------
 run taskset -c 1 "$commap" run --mode learned --output "$T/cpu1.json" \
-	-- "$pairs" -p 4 -t 300
+	-- "$pairs" -p 4 -t 300 -c 600
 ok "one real CPU (taskset -c 1): learned, every pin to CPU 1" \
 	py "$T/cpu1.json" '(d["model"]["used"] is True and
 	d["topology"]["cpuset"] == "1" and not d["topology"]["dry_run"] and
@@ -103,7 +106,7 @@ ok "one real CPU (taskset -c 1): learned, every pin to CPU 1" \
 ncpu=$(python3 -c 'import os; print(len(os.sched_getaffinity(0)))')
 if [ "$ncpu" -ge 2 ]; then
 	run taskset -c 0,1 "$commap" run --mode learned --output "$T/cpu2.json" \
-		-- "$pairs" -p 4 -t 300
+		-- "$pairs" -p 4 -t 300 -c 600
 	ok "two real CPUs: 8 workers pinned once, 4 per CPU, pairs together" \
 		py "$T/cpu2.json" '(lambda m: d["model"]["used"] is True and
 		len(d["migrations"]) == 8 and
@@ -117,17 +120,17 @@ mkdir -p "$T/bin"
 cp "$pairs" "$T/bin/pairs"
 printf 'x' >>"$T/bin/pairs"
 run "$commap" run --mode learned --topology "$topo" --output "$T/r3.json" \
-	-- "$T/bin/pairs" -p 4 -t 300
+	-- "$T/bin/pairs" -p 4 -t 300 -c 600
 is "changed executable: exit 0" "$status" 0
 ok "changed executable: same argv shape, another hash" py "$T/r3.json" \
-	"d['identity']['argv_shape'] == 'pairs -p # -t #' and d['identity']['exe_hash'] not in ('$want', None)"
+	"d['identity']['argv_shape'] == 'pairs -p # -t # -c #' and d['identity']['exe_hash'] not in ('$want', None)"
 ok "changed executable: no model used, ran dynamic" py "$T/r3.json" \
 	'd["model"]["used"] is False and d["mode"] == "dynamic"'
 is "changed executable: one log line" "$(nolines 'no learned model')" 1
 
 # --- another shape: more threads than the model knows ----------------------
 run "$commap" run --mode learned --topology "$topo" --output "$T/r4.json" \
-	-- "$pairs" -p 6 -t 300
+	-- "$pairs" -p 6 -t 300 -c 600
 is "another shape: exit 0" "$status" 0
 ok "another shape: the model is not used (reason names the shape)" \
 	py "$T/r4.json" 'd["model"]["used"] is False and "shape" in d["model"]["reason"]'
@@ -145,9 +148,9 @@ ok "another shape: 13 threads followed, ran dynamic" py "$T/r4.json" \
 # cannot fold into a model.
 mkfifo "$T/fifo"
 fork_app() {
-	run "$commap" run "$@" --topology "$topo" -- bash -c \
-		'(read -t 2 x <>"$1") & "$0" -p 4 -t 2500; wait' "$pairs" \
-		"$T/fifo"
+	run "$commap" run "$@" --period-us 1000 --topology "$topo" -- bash -c \
+		'(read -t 2 x <>"$1") & "$0" -p 4 -t 2500 -c 5000; wait' \
+		"$pairs" "$T/fifo"
 }
 fork_app --output "$T/f1.json"
 is "forked helper, run 1: exit 0" "$status" 0

@@ -99,7 +99,8 @@ snapshots() {
 }
 
 # run_job NAME MODE THREADS PATTERN SECONDS: srun --mpi=pmix -n 2 of
-# wl-mpi; sets $res (the result), $truth, $tmap, $snap.  The truth files
+# wl-mpi, each thread for SECONDS of CPU time (a busy machine stretches
+# the run instead of starving the agent of samples); sets $res (the result), $truth, $tmap, $snap.  The truth files
 # are named by shape (the runs of one shape have one command-line shape).
 run_job() {
 	local name=$1 mode=$2 threads=$3 pattern=$4 secs=$5 out rc job
@@ -110,7 +111,8 @@ run_job() {
 	rm -f "$truth" "$tmap"
 	timeout 60 srun --mpi=pmix -n 2 --commap="$mode" "${job_wrap[@]}" \
 		"$E2E_DIR/job" "$wl_mpi" --pattern "$pattern" \
-		--phase-seconds 0 --threads "$threads" --seconds "$secs" \
+		--phase-seconds 0 --threads "$threads" --cpu-seconds "$secs" \
+		--seconds 50 \
 		--truth "$truth" --truth-map "$tmap" >"$E2E_DIR/$name.out" 2>&1 &
 	local srun_pid=$!
 	snapshots "$tmap" "$snap"
@@ -195,7 +197,7 @@ PY
 }
 
 # --- MPI ranks: 2 ranks x 1 thread, the pair across the ranks -------------
-run_job mpi-dyn dynamic 1 pairs 2.5
+run_job mpi-dyn dynamic 1 pairs 1.5
 res_dyn=$res
 py 'd["identity"]["ranks"] == 2 and d["identity"]["exe_hash"].startswith("sha256:")'
 ok $? "mpi-dyn: identity of 2 ranks with the executable's hash"
@@ -203,15 +205,15 @@ py 'len(set((t["rank"], t["index"]) for t in d["threads"])) == len(d["threads"])
 ok $? "mpi-dyn: no thread identity repeats ($(pyv \
 	'sorted((t["rank"], t["index"]) for t in d["threads"])'))"
 diag "mpi-dyn: dynamic pin latency (ms): $(pyv 'd["stats"]["pin_latency_ms"]')"
-run_job mpi-learned learned 1 pairs 1.5
+run_job mpi-learned learned 1 pairs 1
 learned_checks mpi-learned
 
 # --- hybrid MPI+OpenMP: 2 ranks x 2 threads, thread t of each rank paired --
-run_job hyb-dyn dynamic 2 phases 2.5
+run_job hyb-dyn dynamic 2 phases 1.5
 out=$("$compare_matrix" cosine --truth "$truth" --map "$tmap" --min 0.9 "$res")
 ok $? "hyb-dyn: the model's run detected the cross-rank pairs ($out)"
 diag "hyb-dyn: dynamic pin latency (ms): $(pyv 'd["stats"]["pin_latency_ms"]')"
-run_job hyb-learned learned 2 phases 1.5
+run_job hyb-learned learned 2 phases 1
 learned_checks hyb-learned
 out=$("$result_check" together --truth "$truth" --map "$tmap" "$res")
 ok $? "hyb-learned: each cross-rank pair on one PU from the start ($out)"

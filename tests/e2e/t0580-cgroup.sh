@@ -34,17 +34,17 @@ step_cpus=$(awk '{print $2}' "$E2E_DIR/cpus1" 2>/dev/null)
 cpus=$(json_field "$res" 'd["topology"]["cpuset"]')
 [ -n "$step_cpus" ] && [ "$cpus" = "$step_cpus" ]
 ok $? "the agent maps inside the step's cgroup cpuset ($cpus, step $step_cpus)"
+# One core: the agent may pin nothing (every placement costs the same),
+# but then says why; a result with neither pins nor that decision fails.
 out=$("$result_check" within --cpus "$step_cpus" "$res")
-rc=$?
-[ "$(json_field "$res" 'len(d["migrations"]) > 0')" = True ] || rc=1
-ok $rc "threads were pinned, all inside it ($out)"
+ok $? "a mapping decision, every pin inside it ($out)"
 wait_for sh -c "! pgrep -f '^$agent .*--job $job ' >/dev/null"
 ok $? "no agent of job $job is left running"
 
 # MPI ranks under srun --mpi=pmix: both ranks seen and mapped.
 out=$(timeout 60 srun --mpi=pmix -n 2 --commap=dynamic \
 	"${job_wrap[@]}" "$E2E_DIR/job2" "$wl_mpi" --pattern phases \
-	--phase-seconds 0 --threads 2 --seconds 2 2>&1)
+	--phase-seconds 0 --threads 2 --cpu-seconds 1.2 --seconds 40 2>&1)
 ok $? "srun --mpi=pmix -n 2 --commap=dynamic exits 0"
 [ -z "$out" ] || diag "$out"
 job=$(cat "$E2E_DIR/job2" 2>/dev/null)
