@@ -20,6 +20,9 @@ packages=(
 	libslurm-dev slurm-wlm slurmctld slurmd slurm-client munge libmunge-dev
 	# MPI jobs and workloads: Open MPI launched by srun --mpi=pmix
 	openmpi-bin libopenmpi-dev libpmix-dev
+	# MPICH for the message-passing test (mpicc.mpich, mpiexec.mpich; Open
+	# MPI keeps mpicc and mpirun: its alternatives rank higher)
+	mpich libmpich-dev
 	# tests: integration scripts parse JSON with python3; fuzzing uses clang;
 	# the report page is loaded in headless Chromium; the manual pages are
 	# checked with groff
