@@ -19,12 +19,15 @@
 #include <unistd.h>
 
 #include "cma_trace.h"
+#include "fault_sample.h"
 #include "perf_sample.h"
 
 #define DEFAULT_TRACEFS "/sys/kernel/tracing"
 #define DEBUGFS_TRACEFS "/sys/kernel/debug/tracing"
 /* Largest offset or size believed: a trace entry lives in one page. */
 #define FORMAT_NUM_MAX 65535u
+/* The kernel copies at most a page of filter text. */
+#define FILTER_MAX 4096
 /* Slots looked at for one thread (linear probing, no chains). */
 #define PAIR_PROBE 8u
 
@@ -355,10 +358,16 @@ void cm_cma_pairer_stats(const struct cm_cma_pairer *p,
 
 /* ---- the tracer -------------------------------------------------------- */
 
-/* Per CPU: the ring belongs to the first tracepoint's event; the other
- * three write into it (PERF_EVENT_IOC_SET_OUTPUT). */
+/* Per CPU: the ring belongs to an event whose filter matches nothing
+ * (owner); the four events doing the work (active) write into it.  The
+ * kernel lets a perf tracepoint event have a filter set only once, so a
+ * new thread set means new active events, redirected into the same ring
+ * (PERF_EVENT_IOC_SET_OUTPUT: only into a mapped ring), and the old ones
+ * closed (the fault sampler does the same). */
 struct cring {
-	int fd[CM_CMA_NKINDS];
+	int cpu;
+	int owner;		/* mapped, polled; -1 none yet */
+	int fd[CM_CMA_NKINDS];	/* active, -1 none */
 	void *base;
 	size_t maplen;
 	uint8_t *data;
@@ -367,6 +376,7 @@ struct cring {
 
 struct cm_cma_tracer {
 	struct cm_cma_format fmt;
+	struct perf_event_attr attr;
 	struct cring *rings;
 	int nrings;
 	struct cm_cma_stats st;
@@ -490,7 +500,7 @@ static int map_cring(struct cring *r, unsigned pages, struct cm_error *err)
 
 	r->maplen = (1 + (size_t)pages) * page;
 	r->base = mmap(NULL, r->maplen, PROT_READ | PROT_WRITE, MAP_SHARED,
-		       r->fd[0], 0);
+		       r->owner, 0);
 	if (r->base == MAP_FAILED) {
 		r->base = NULL;
 		return cm_errorf(err, errno, "cma tracing: mmap of a ring "
@@ -504,50 +514,94 @@ static int map_cring(struct cring *r, unsigned pages, struct cm_error *err)
 	return 0;
 }
 
-/* The four events of one CPU, one ring.  0 (also when the CPU is
- * offline: nothing opened), -1. */
-static int open_cpu(struct cm_cma_tracer *t, struct perf_event_attr *a,
-		    int cpu, unsigned pages, struct cm_error *err)
+static int open_event(struct cm_cma_tracer *t, int kind, int cpu)
+{
+	struct perf_event_attr a = t->attr;
+
+	a.config = t->fmt.id[kind];
+	return (int)syscall(SYS_perf_event_open, &a, -1, cpu, -1,
+			    PERF_FLAG_FD_CLOEXEC);
+}
+
+/* One CPU's ring: its owner event (a filter matching nothing), mapped and
+ * enabled.  0 (also when the CPU is offline: nothing opened), -1. */
+static int open_cpu(struct cm_cma_tracer *t, int cpu, unsigned pages,
+		    struct cm_error *err)
 {
 	struct cring *r = &t->rings[t->nrings];
 
+	r->cpu = cpu;
 	for (int k = 0; k < CM_CMA_NKINDS; k++)
 		r->fd[k] = -1;
-	for (int k = 0; k < CM_CMA_NKINDS; k++) {
-		a->config = t->fmt.id[k];
-		r->fd[k] = (int)syscall(SYS_perf_event_open, a, -1, cpu, -1,
-					PERF_FLAG_FD_CLOEXEC);
-		if (r->fd[k] < 0) {
-			int e = errno;
-
-			if (k == 0 && e == ENODEV)
-				return 0;
-			return open_error(err, e, cpu);
-		}
-		if (k == 0) {
-			t->nrings++;	/* freed with what it has */
-			/* The kernel redirects only into a mapped ring. */
-			if (map_cring(r, pages, err))
-				return -1;
-		} else if (ioctl(r->fd[k], PERF_EVENT_IOC_SET_OUTPUT,
-				 r->fd[0])) {
-			return cm_errorf(err, errno, "cma tracing: cpu %d: "
-					 "cannot share a ring: %s", cpu,
-					 strerror(errno));
-		}
-	}
+	r->owner = open_event(t, 0, cpu);
+	if (r->owner < 0)
+		return errno == ENODEV ? 0 : open_error(err, errno, cpu);
+	t->nrings++;	/* freed with what it has */
+	if (ioctl(r->owner, PERF_EVENT_IOC_SET_FILTER, "common_pid<0"))
+		return cm_errorf(err, errno, "cma tracing: cpu %d: cannot set "
+				 "a filter: %s", cpu, strerror(errno));
+	if (map_cring(r, pages, err))
+		return -1;
+	if (ioctl(r->owner, PERF_EVENT_IOC_ENABLE, 0))
+		return cm_errorf(err, errno, "cma tracing: enable: %s",
+				 strerror(errno));
 	return 0;
 }
 
-static int enable_all(struct cm_cma_tracer *t, struct cm_error *err)
+/* An active event of this kind on ring r's CPU with this filter (NULL:
+ * none), writing into r's ring; -1 on failure (nothing left open). */
+static int open_active(struct cm_cma_tracer *t, const struct cring *r,
+		       int kind, const char *filter)
 {
-	for (int i = 0; i < t->nrings; i++)
-		for (int k = 0; k < CM_CMA_NKINDS; k++)
-			if (ioctl(t->rings[i].fd[k], PERF_EVENT_IOC_ENABLE,
-				  0))
-				return cm_errorf(err, errno, "cma tracing: "
-						 "enable: %s",
-						 strerror(errno));
+	int fd = open_event(t, kind, r->cpu);
+
+	if (fd < 0)
+		return -1;
+	if ((filter && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter)) ||
+	    ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->owner)) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* Replace every CPU's four active events by ones with this filter; all
+ * or nothing.  0 or -1 with errno. */
+static int replace_active(struct cm_cma_tracer *t, const char *filter)
+{
+	size_t n = (size_t)t->nrings * CM_CMA_NKINDS;
+	int *fds = malloc(n * sizeof(*fds));
+
+	if (!fds)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		fds[i] = open_active(t, &t->rings[i / CM_CMA_NKINDS],
+				     (int)(i % CM_CMA_NKINDS), filter);
+		if (fds[i] < 0) {
+			int e = errno;
+
+			while (i-- > 0)
+				close(fds[i]);
+			free(fds);
+			errno = e;
+			return -1;
+		}
+	}
+	/* Old off, new on: a gap of microseconds, no call twice. */
+	for (size_t i = 0; i < n; i++) {
+		int *old = &t->rings[i / CM_CMA_NKINDS].fd[i % CM_CMA_NKINDS];
+
+		if (*old >= 0) {
+			ioctl(*old, PERF_EVENT_IOC_DISABLE, 0);
+			close(*old);
+		}
+		ioctl(fds[i], PERF_EVENT_IOC_ENABLE, 0);
+		*old = fds[i];
+	}
+	free(fds);
 	return 0;
 }
 
@@ -570,7 +624,6 @@ struct cm_cma_tracer *cm_cma_tracer_new(const struct cm_cma_config *c,
 {
 	struct cm_cma_config def;
 	struct cm_cma_tracer *t;
-	struct perf_event_attr a;
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 
 	if (!c) {
@@ -592,20 +645,42 @@ struct cm_cma_tracer *cm_cma_tracer_new(const struct cm_cma_config *c,
 	}
 	if (find_tracepoints(c, &t->fmt, err))
 		goto fail;
-	tracer_attr(&a, c->ring_pages);
+	tracer_attr(&t->attr, c->ring_pages);
 	for (int cpu = 0; cpu < ncpu; cpu++)
-		if (open_cpu(t, &a, cpu, c->ring_pages, err))
+		if (open_cpu(t, cpu, c->ring_pages, err))
 			goto fail;
 	if (!t->nrings) {
 		cm_errorf(err, ENODEV, "cma tracing: no online CPU");
 		goto fail;
 	}
-	if (enable_all(t, err))
+	if (replace_active(t, NULL)) {
+		open_error(err, errno, t->rings[0].cpu);
 		goto fail;
+	}
 	return t;
 fail:
 	cm_cma_tracer_free(t);
 	return NULL;
+}
+
+int cm_cma_tracer_set_tids(struct cm_cma_tracer *t, pid_t *tids, int n)
+{
+	char filter[FILTER_MAX];
+
+	if (!t || n < 0 || (n > 0 && !tids))
+		return cm_errorf(NULL, EINVAL, "cma tracer: bad argument");
+	if (cm_fault_filter_build(tids, n, filter, sizeof(filter)) >= 0 &&
+	    replace_active(t, filter) == 0) {
+		t->st.filters++;
+		return 0;
+	}
+	/* Too long, or refused: every process's calls, dropped by the
+	 * consumer's identity check (correct, only more expensive). */
+	t->st.filter_fail++;
+	if (replace_active(t, NULL) < 0)
+		return cm_errorf(NULL, errno, "cma tracer: cannot open an "
+				 "event: %s", strerror(errno));
+	return 1;
 }
 
 void cm_cma_tracer_free(struct cm_cma_tracer *t)
@@ -615,11 +690,14 @@ void cm_cma_tracer_free(struct cm_cma_tracer *t)
 	if (!t)
 		return;
 	for (int i = 0; t->rings && i < t->nrings; i++) {
-		if (t->rings[i].base)
-			munmap(t->rings[i].base, t->rings[i].maplen);
-		for (int k = CM_CMA_NKINDS - 1; k >= 0; k--)
-			if (t->rings[i].fd[k] >= 0)
-				close(t->rings[i].fd[k]);
+		struct cring *r = &t->rings[i];
+
+		for (int k = 0; k < CM_CMA_NKINDS; k++)
+			if (r->fd[k] >= 0)
+				close(r->fd[k]);
+		if (r->base)
+			munmap(r->base, r->maplen);
+		close(r->owner);
 	}
 	free(t->rings);
 	cm_cma_pairer_free(t->pair);
@@ -717,7 +795,7 @@ int cm_cma_tracer_pollfds(const struct cm_cma_tracer *t, struct pollfd *pfd,
 	int n = 0;
 
 	for (int i = 0; t && i < t->nrings && n < max; i++) {
-		pfd[n].fd = t->rings[i].fd[0];
+		pfd[n].fd = t->rings[i].owner;
 		pfd[n].events = POLLIN;
 		pfd[n].revents = 0;
 		n++;

@@ -13,9 +13,13 @@
  * The tracer opens the four tracepoints on every online CPU (pid -1),
  * sample_type TID | TIME | RAW, every event (period 1), all four writing
  * into one ring per CPU.  A record tells its tracepoint by the raw entry's
- * common_type, which is the tracepoint's id.  There is no kernel filter:
- * only MPI libraries make these calls, and the consumer drops those of
- * processes that are not its own (identity check).
+ * common_type, which is the tracepoint's id.  Until the first
+ * cm_cma_tracer_set_tids every process's calls are recorded; then a
+ * kernel filter on common_pid lists the consumer's threads (as the fault
+ * sampler's), so other jobs' calls on the node are not written to the
+ * rings.  The consumer still checks each record's identity (a thread
+ * created since the last filter update is not in it, a filter too long
+ * for the kernel is replaced by none).
  *
  * The enter and the exit of one call may land in different CPUs' rings
  * (the thread migrated) and be read in either order, so a read takes every
@@ -50,7 +54,7 @@
 
 /* PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_RAW */
 #define CM_CMA_SAMPLE_TYPE 0x406ull
-#define CM_CMA_DEFAULT_RING_PAGES 16u
+#define CM_CMA_DEFAULT_RING_PAGES 64u
 /* Records sorted and paired at once. */
 #define CM_CMA_BATCH 4096
 /* Threads with a call in flight (power of two). */
@@ -153,6 +157,8 @@ struct cm_cma_stats {
 	uint64_t lost;		/* dropped by the kernel (ring full) */
 	uint64_t malformed;	/* corrupt records (the ring was resynced) */
 	uint64_t other;		/* other records skipped */
+	uint64_t filters;	/* filters installed */
+	uint64_t filter_fail;	/* filters refused (too long, ...): none */
 	struct cm_cma_pair_stats pair;
 };
 
@@ -165,6 +171,15 @@ struct cm_cma_tracer;
 struct cm_cma_tracer *cm_cma_tracer_new(const struct cm_cma_config *c,
 					struct cm_error *err);
 void cm_cma_tracer_free(struct cm_cma_tracer *t);
+
+/* Record only these threads' calls (tids sorted in place; n == 0: none).
+ * Opens four new events per CPU with the filter, writing into the same
+ * rings, and closes the previous ones (call it when the thread set
+ * changed, not per interval).  A filter the kernel refuses (too long) is
+ * replaced by none.  0 with the filter installed, 1 with no filter, -1
+ * with errno (EINVAL, or the events could not be opened: the previous
+ * ones stay). */
+int cm_cma_tracer_set_tids(struct cm_cma_tracer *t, pid_t *tids, int n);
 
 typedef void (*cm_cma_fn)(const struct cm_cma_transfer *x, void *arg);
 

@@ -810,9 +810,9 @@ static void sync_procs(struct cm_collector *c, int np, bool *whole)
 	}
 }
 
-/* The kernel filter of the fault sampler lists our live threads; rebuild
- * it when the set changed (threads only get new indexes, so the number
- * of indexes and of live ones tell). */
+/* The kernel filters of the fault sampler and the CMA tracer list our
+ * live threads; rebuild them when the set changed (threads only get new
+ * indexes, so the number of indexes and of live ones tell). */
 static void fault_filter_sync(struct cm_collector *c)
 {
 	int n = cm_tracker_nthreads(c->tr), alive = 0, k = 0;
@@ -831,7 +831,10 @@ static void fault_filter_sync(struct cm_collector *c)
 		if (th->alive)
 			tids[k++] = th->tid;
 	}
-	cm_fault_sampler_set_tids(c->fs, tids, k);
+	if (c->fs)
+		cm_fault_sampler_set_tids(c->fs, tids, k);
+	if (c->cma)
+		cm_cma_tracer_set_tids(c->cma, tids, k);
 	free(tids);
 	c->filter_nthreads = n;
 	c->filter_nalive = alive;
@@ -894,7 +897,7 @@ int cm_collect_sync(struct cm_collector *c, struct cm_error *err)
 	}
 	free(whole);
 	c->first_sync_done = true;
-	if (c->fs)
+	if (c->fs || c->cma)
 		fault_filter_sync(c);
 	return attached;
 }

@@ -8,7 +8,8 @@
  * calls, the pairing table's bound.
  * Real parts (root): this process copies to and from a child with
  * process_vm_readv/writev a known number of times and bytes; the tracer
- * must see every call and byte (syscalls are counted, not sampled), and
+ * must see every call and byte (syscalls are counted, not sampled), none
+ * with a kernel filter that leaves this thread out, and
  * the collector must put exactly bytes / unit between this thread and the
  * child's thread that made CMA calls itself.
  */
@@ -390,7 +391,7 @@ static void test_tracer(void)
 	t = cm_cma_tracer_new(NULL, &err);
 	if (!t) {
 		diag("tracer: %s", err.text);
-		skip_n(3, "CMA tracing not permitted or unsupported here");
+		skip_n(5, "CMA tracing not permitted or unsupported here");
 		return;
 	}
 	pid = start_child(&addr);
@@ -409,6 +410,28 @@ static void test_tracer(void)
 	   (unsigned long long)st.lost);
 	ok(st.malformed == 0 && st.pair.no_slot == 0,
 	   "no malformed record, no pairing drop");
+	/* A kernel filter listing only the child: this thread's calls are
+	 * not recorded; listing this thread: they are again. */
+	{
+		pid_t only_child = pid, me = (pid_t)syscall(SYS_gettid);
+		int r1 = cm_cma_tracer_set_tids(t, &only_child, 1), r2;
+
+		memset(&s, 0, sizeof(s));
+		s.peer = pid;
+		copy_with(pid, addr);
+		cm_cma_tracer_read(t, on_transfer, &s);
+		ok(r1 == 0 && s.calls == 0, "filter without this thread: "
+		   "none of its calls recorded (%llu)",
+		   (unsigned long long)s.calls);
+		r2 = cm_cma_tracer_set_tids(t, &me, 1);
+		copy_with(pid, addr);
+		cm_cma_tracer_read(t, on_transfer, &s);
+		cm_cma_tracer_stats(t, &st);
+		ok(r2 == 0 && s.calls == NREADS + NWRITES && st.filters == 2,
+		   "filter with this thread: every call again (%llu), %llu "
+		   "filters installed", (unsigned long long)s.calls,
+		   (unsigned long long)st.filters);
+	}
 	if (pid > 0)
 		stop_child(pid);
 	cm_cma_tracer_free(t);
