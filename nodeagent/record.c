@@ -11,10 +11,16 @@
 
 #include "record.h"
 
+/* Accesses stop being written past this size (a replay reads at most
+ * 1 GiB); the trailer still is, with the count of those left out. */
+#define RECORD_MAX_BYTES ((1ull << 30) - (1ull << 20))
+
 struct cm_recorder {
 	FILE *f;
 	char path[4096];
 	int err;		/* first errno, 0 none */
+	uint64_t bytes;		/* written so far */
+	uint64_t dropped;	/* accesses left out past the limit */
 	unsigned char *seen;	/* thread index written */
 	int seen_cap;
 };
@@ -32,6 +38,8 @@ static void check(struct cm_recorder *r, int rc)
 {
 	if (rc < 0 && !r->err)
 		r->err = errno ? errno : EIO;
+	else if (rc > 0)
+		r->bytes += (uint64_t)rc;
 }
 
 struct cm_recorder *cm_record_open(const char *path, struct cm_error *err)
@@ -115,6 +123,10 @@ void cm_record_access(struct cm_recorder *r, int i,
 {
 	if (!r || r->err)
 		return;
+	if (r->bytes >= RECORD_MAX_BYTES) {
+		r->dropped++;
+		return;
+	}
 	check(r, fprintf(r->f, "a %llu %d %llx %llx %llx %d\n",
 			 (unsigned long long)time_ns, i,
 			 (unsigned long long)key->space,
@@ -145,6 +157,9 @@ int cm_record_close(struct cm_recorder *r, const struct cm_topo *topo,
 		return 0;
 	if (!r->err) {
 		write_topology(r, topo);
+		if (r->dropped)
+			check(r, fprintf(r->f, "dropped %llu\n",
+					 (unsigned long long)r->dropped));
 		check(r, fprintf(r->f, "dry_run %d\nmode %s\nend\n",
 				 dry_run ? 1 : 0, mode ? mode : "dynamic"));
 	}

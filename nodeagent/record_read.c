@@ -171,12 +171,15 @@ static int on_trailer(struct reader *r, char **w, int n)
 		strcpy(rp->mode, w[1]);
 		return 0;
 	}
+	if (strcmp(w[0], "dropped") == 0 && n == 2)
+		return word_u64(w[1], 10, &rp->dropped) ?
+		       bad(r, "dropped: want a count") : 0;
 	if (strcmp(w[0], "end") == 0 && n == 1) {
 		rp->complete = 1;
 		return 0;
 	}
 	return bad(r, "unknown line (want a, thread, topology, cpuset, "
-		   "dry_run, mode or end)");
+		   "dry_run, mode, dropped or end)");
 }
 
 /* The three header lines, in order. */

@@ -212,6 +212,9 @@ static int fill_result(const struct cm_replay *rp, struct cm_agent_result *res,
 	if (!rp->complete)
 		cm_agent_result_warn(res, "the recording ends early (no 'end' "
 				     "line): the agent did not finish it");
+	if (rp->dropped)
+		cm_agent_result_warn(res, "the recording reached its size limit: "
+				     "later accesses were left out");
 	if (!rp->synthetic) {
 		cm_agent_result_warn(res, "the recording has no topology: no "
 				     "mapping");

@@ -49,6 +49,7 @@ struct cm_replay {
 	int dry_run;
 	char mode[16];
 	int complete;		/* the "end" line was read */
+	uint64_t dropped;	/* accesses the recorder left out (size) */
 	struct cm_matrix *m;
 };
 
