@@ -7,7 +7,7 @@ nodeagent_libagent_la_SOURCES = \
 	nodeagent/detect_table.h nodeagent/detect_table.c \
 	nodeagent/collect.h nodeagent/collect.c \
 	nodeagent/fault_sample.h nodeagent/fault_sample.c \
-	nodeagent/cma_trace.h nodeagent/cma_trace.c \
+	nodeagent/cma_trace.h nodeagent/cma_trace.c nodeagent/cma_pair.c \
 	nodeagent/cma_attrib.h nodeagent/cma_attrib.c \
 	nodeagent/sample_rate.h nodeagent/sample_rate.c
 nodeagent_libagent_la_CFLAGS = $(AM_CFLAGS) $(CAPSTONE_CFLAGS) $(HWLOC_CFLAGS) $(JANSSON_CFLAGS)
