@@ -528,23 +528,26 @@ void ag_correct_colocation(struct agent *a)
  * (cm_place_worth_pinning): say why once, pin nothing. */
 static int nothing_to_gain(struct agent *a, const struct cm_place_set *s,
 			   const struct cm_matrix *sub, const int *target,
-			   const int *cur, const int *alive)
+			   const int *cur)
 {
-	int n = cm_tracker_nthreads(a->tr), live = 0;
+	int n = cm_tracker_nthreads(a->tr);
 	int *spu = malloc((size_t)(s->n ? s->n : 1) * sizeof(int));
 	char why[256];
 	int worth;
 
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n; i++)
 		if (cur[i] >= 0) {
 			free(spu);
 			return 0;
 		}
-		live += alive[i] != 0;
-	}
 	for (int k = 0; spu && k < s->n; k++)
 		spu[k] = target[s->idx[k]];
-	worth = cm_place_worth_pinning(a->topo, live, sub, spu, a->o->gain,
+	/* The threads that compete for the PUs in a way a placement can
+	 * change are the communicating ones (the set): an idle helper (an
+	 * OpenMP runtime's monitor, MPI's progress threads) beside one
+	 * busy thread per PU must not turn a flat machine into one where
+	 * pinning two threads on one PU looks like a gain. */
+	worth = cm_place_worth_pinning(a->topo, s->n, sub, spu, a->o->gain,
 				       why, sizeof(why));
 	free(spu);
 	if (worth)
@@ -599,10 +602,12 @@ enum cm_remap_plan_kind ag_remap(struct agent *a,
 			    plan.noise);
 		goto out;
 	}
-	if (nothing_to_gain(a, s, sub, target, cur, alive)) {
+	if (nothing_to_gain(a, s, sub, target, cur)) {
 		plan.kind = CM_REMAP_KEEP;
 		goto out;
 	}
+	/* pinning after all (more threads came): no longer "not pinned" */
+	a->res.not_pinned[0] = '\0';
 	for (int k = 0; k < s->n; k++)
 		spu[k] = target[s->idx[k]];
 	if (plan.kind == CM_REMAP_FULL)

@@ -59,7 +59,9 @@ int cm_place_plan(const struct cm_topo *topo, const struct cm_matrix *sub,
 		  double near_seen, int *target, struct cm_remap_plan *plan,
 		  int *repaired, struct cm_error *err);
 
-/* Is there anything to gain by pinning nlive threads onto topo?  0 when
+/* Is there anything to gain by pinning nlive threads (those that compete
+ * for the PUs in a way a placement changes: the agent passes its mapped
+ * set) onto topo?  0 when
  * the PUs are equidistant (every pair of distinct PUs at one distance: a
  * flat machine, a cpuset inside one cache) and nlive <= PUs, so every
  * placement costs the same and pinning can only hurt; or when pu (the
