@@ -10,6 +10,7 @@
 
 #include "svc_conn_guard.h"
 #include "svc_log.h"
+#include "svc_metrics.h"
 
 /* How often the reaper looks: a deadline is kept to within this. */
 #define SCAN_MS 250
@@ -62,6 +63,7 @@ static void reap_locked(struct svc_conn_guard *g)
 			continue;
 		c->dropped = 1;
 		g->dropped++;
+		svc_metrics_connection_cut();
 		shutdown(c->fd, SHUT_RDWR);
 	}
 	if (g->dropped != g->reported && t.tv_sec >= g->next_report) {
@@ -221,14 +223,4 @@ void svc_conn_guard_trust(struct MHD_Connection *conn)
 void svc_conn_guard_rearm(struct MHD_Connection *conn)
 {
 	set_trusted(conn, 0);
-}
-
-unsigned long long svc_conn_guard_dropped(const struct svc_conn_guard *g)
-{
-	unsigned long long n;
-
-	pthread_mutex_lock((pthread_mutex_t *)&g->lock);
-	n = g->dropped;
-	pthread_mutex_unlock((pthread_mutex_t *)&g->lock);
-	return n;
 }

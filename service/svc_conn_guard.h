@@ -39,7 +39,4 @@ void svc_conn_guard_trust(struct MHD_Connection *conn);
 /* The current request is over: the next one's deadline starts now. */
 void svc_conn_guard_rearm(struct MHD_Connection *conn);
 
-/* Connections shut down for missing their deadline so far. */
-unsigned long long svc_conn_guard_dropped(const struct svc_conn_guard *g);
-
 #endif

@@ -20,6 +20,12 @@ static atomic_ullong latency_bucket[N_BOUNDS + 1];	/* last: +Inf */
 static atomic_ullong latency_sum_us;
 static atomic_ullong model_updates, model_errors, model_skipped;
 static atomic_ullong results_pruned;
+static atomic_ullong connections_cut;
+
+void svc_metrics_connection_cut(void)
+{
+	atomic_fetch_add(&connections_cut, 1);
+}
 
 void svc_metrics_pruned(long long n)
 {
@@ -93,6 +99,10 @@ char *svc_metrics_render(const char *db_path, size_t *len)
 		"# TYPE commap_results_pruned_total counter\n"
 		"commap_results_pruned_total %llu\n",
 		atomic_load(&results_pruned));
+	fprintf(f, "# HELP commap_http_connections_cut_total Connections closed because their request was neither authenticated nor answered within request_timeout.\n"
+		"# TYPE commap_http_connections_cut_total counter\n"
+		"commap_http_connections_cut_total %llu\n",
+		atomic_load(&connections_cut));
 	fprintf(f, "# HELP commap_http_requests_total Requests by status code.\n"
 		"# TYPE commap_http_requests_total counter\n");
 	for (i = 100; i < 600; i++) {

@@ -17,6 +17,9 @@ void svc_metrics_model(int outcome);
 /* Record one retention prune that deleted n results (svc_retention.h). */
 void svc_metrics_pruned(long long n);
 
+/* Record one connection cut at request_timeout (svc_conn_guard.h). */
+void svc_metrics_connection_cut(void);
+
 /* The exposition text (malloc'd, NUL terminated) with the database size
  * read now from db_path (and its -wal file). */
 char *svc_metrics_render(const char *db_path, size_t *len);

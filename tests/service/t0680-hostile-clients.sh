@@ -46,6 +46,9 @@ is "20 connections sending a header byte a second: all closed" \
 is "  /healthz answered meanwhile" "$(j 'r["probe_failures"]')" 0
 ok "  the log says why, once" \
 	grep -q 'whose request took longer than request_timeout' "$T/svc.log"
+req - GET /metrics
+ok "  /metrics counts them" test "$(printf '%s\n' "$body" |
+	sed -n 's/^commap_http_connections_cut_total //p')" -ge 20
 
 # --- one address may not take every slot --------------------------------------
 rep=$($flood --port "$port" --pid "$svc_pid" --idle 80 --sources 1 --hold 1)
