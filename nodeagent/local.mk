@@ -5,6 +5,7 @@ nodeagent_libagent_la_SOURCES = \
 	nodeagent/decode.h nodeagent/decode.c \
 	nodeagent/perf_sample.h nodeagent/perf_sample.c \
 	nodeagent/detect_table.h nodeagent/detect_table.c \
+	nodeagent/detect_overlap.h nodeagent/detect_overlap.c \
 	nodeagent/collect.h nodeagent/collect.c \
 	nodeagent/fault_sample.h nodeagent/fault_sample.c \
 	nodeagent/cma_trace.h nodeagent/cma_trace.c nodeagent/cma_pair.c \
@@ -18,6 +19,7 @@ AGENT_TESTS = \
 	tests/unit/test_decode.t \
 	tests/unit/test_perf_sample.t \
 	tests/unit/test_detect_table.t \
+	tests/unit/test_detect_overlap.t \
 	tests/unit/test_collect.t \
 	tests/unit/test_fault_sample.t \
 	tests/unit/test_cma_trace.t \
@@ -35,6 +37,9 @@ tests_unit_test_perf_sample_t_LDADD = $(AGENT_TEST_LDADD)
 tests_unit_test_detect_table_t_SOURCES = tests/unit/test_detect_table.c
 tests_unit_test_detect_table_t_CFLAGS = $(AGENT_TEST_CFLAGS)
 tests_unit_test_detect_table_t_LDADD = $(AGENT_TEST_LDADD)
+tests_unit_test_detect_overlap_t_SOURCES = tests/unit/test_detect_overlap.c
+tests_unit_test_detect_overlap_t_CFLAGS = $(AGENT_TEST_CFLAGS)
+tests_unit_test_detect_overlap_t_LDADD = $(AGENT_TEST_LDADD) -lm
 tests_unit_test_collect_t_SOURCES = tests/unit/test_collect.c
 tests_unit_test_collect_t_CFLAGS = $(AGENT_TEST_CFLAGS)
 tests_unit_test_collect_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.la $(AGENT_TEST_LDADD)

@@ -1,0 +1,580 @@
+/* detect_overlap.c: per-thread access distributions and their overlap
+ * (see detect_overlap.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "detect_overlap.h"
+
+#define NLEVELS 2
+/* Weights grow as 2^(age / half-life); rescaled before they reach 2^64. */
+#define RESCALE_HALF_LIVES 64.0
+
+struct slot {
+	uint64_t key;		/* 0: empty */
+	float a, b;		/* aged counts of the two halves */
+};
+
+struct othread {
+	struct slot *lv[NLEVELS];
+	double tot_a, tot_b;	/* aged mass of each half, evicted included */
+	uint64_t seq;		/* samples: even ones to A, odd to B */
+	uint64_t fresh;		/* samples since the last compute */
+};
+
+struct cm_overlap {
+	struct othread *th;
+	int n, cap;
+	uint64_t half_life, period;
+	uint64_t t_ref;		/* time of weight 1 */
+	uint64_t next;		/* next compute (sample time), 0: unset */
+	int started;
+	uint64_t seed;
+	struct cm_overlap_stats st;
+};
+
+static const unsigned level_slots[NLEVELS] = { CM_OVERLAP_FINE_SLOTS,
+					       CM_OVERLAP_COARSE_SLOTS };
+static const unsigned level_shift[NLEVELS] = { CM_OVERLAP_FINE_SHIFT,
+					       CM_OVERLAP_COARSE_SHIFT };
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+/* A block's identity: the memory, the mapping and the block number, so
+ * that a block never spans two mappings (neighbouring thread stacks, a
+ * heap beside a library's data). */
+static uint64_t block_key(uint64_t space, uint64_t inode, uint64_t region,
+			  uint64_t addr, unsigned shift)
+{
+	uint64_t k = mix(space ^ mix(inode ^ mix(region ^
+			 mix((addr >> shift) + shift))));
+
+	return k ? k : 1;
+}
+
+struct cm_overlap *cm_overlap_new(uint64_t half_life_ns, uint64_t period_ns)
+{
+	struct cm_overlap *ov = calloc(1, sizeof(*ov));
+
+	if (!ov) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ov->half_life = half_life_ns ? half_life_ns : CM_OVERLAP_HALF_LIFE_NS;
+	ov->period = period_ns ? period_ns : CM_OVERLAP_PERIOD_NS;
+	ov->seed = 0x636f6d6d61702121ull;
+	return ov;
+}
+
+static void thread_release(struct othread *t)
+{
+	for (int l = 0; l < NLEVELS; l++)
+		free(t->lv[l]);
+	memset(t, 0, sizeof(*t));
+}
+
+void cm_overlap_free(struct cm_overlap *ov)
+{
+	if (!ov)
+		return;
+	for (int i = 0; i < ov->n; i++)
+		thread_release(&ov->th[i]);
+	free(ov->th);
+	free(ov);
+}
+
+void cm_overlap_clear(struct cm_overlap *ov)
+{
+	if (!ov)
+		return;
+	for (int i = 0; i < ov->n; i++)
+		thread_release(&ov->th[i]);
+	ov->started = 0;
+	ov->next = 0;
+}
+
+/* Thread i's tables, allocated at its first access.  NULL: ENOMEM. */
+static struct othread *thread_get(struct cm_overlap *ov, int i)
+{
+	struct othread *t;
+
+	if (i >= ov->cap) {
+		int cap = ov->cap ? ov->cap : 16;
+
+		while (cap <= i)
+			cap *= 2;
+		t = realloc(ov->th, (size_t)cap * sizeof(*t));
+		if (!t)
+			return NULL;
+		memset(t + ov->cap, 0, (size_t)(cap - ov->cap) * sizeof(*t));
+		ov->th = t;
+		ov->cap = cap;
+	}
+	if (i >= ov->n)
+		ov->n = i + 1;
+	t = &ov->th[i];
+	for (int l = 0; l < NLEVELS; l++)
+		if (!t->lv[l]) {
+			t->lv[l] = calloc(level_slots[l], sizeof(struct slot));
+			if (!t->lv[l])
+				return NULL;
+		}
+	return t;
+}
+
+/* Multiply every count by f (the weights' rescaling). */
+static void rescale(struct cm_overlap *ov, double f)
+{
+	for (int i = 0; i < ov->n; i++) {
+		struct othread *t = &ov->th[i];
+
+		t->tot_a *= f;
+		t->tot_b *= f;
+		for (int l = 0; l < NLEVELS; l++)
+			for (unsigned s = 0; t->lv[l] && s < level_slots[l];
+			     s++) {
+				t->lv[l][s].a = (float)(t->lv[l][s].a * f);
+				t->lv[l][s].b = (float)(t->lv[l][s].b * f);
+			}
+	}
+}
+
+/* The weight of a sample at now: 2^(age / half-life) from t_ref. */
+static double weight_at(struct cm_overlap *ov, uint64_t now)
+{
+	double h;
+
+	if (!ov->started) {
+		ov->started = 1;
+		ov->t_ref = now;
+		ov->next = now + ov->period;
+	}
+	h = ((double)now - (double)ov->t_ref) / (double)ov->half_life;
+	if (h > RESCALE_HALF_LIVES) {
+		rescale(ov, exp2(-h));
+		ov->t_ref = now;
+		h = 0;
+	}
+	return exp2(h);
+}
+
+/* Find or enter key in a table; a full probe window gives up its
+ * smallest entry. */
+static struct slot *slot_of(struct cm_overlap *ov, struct slot *tab,
+			    unsigned nslots, uint64_t key)
+{
+	struct slot *victim = NULL;
+
+	for (unsigned p = 0; p < CM_OVERLAP_PROBES; p++) {
+		struct slot *s = &tab[(key + p) & (nslots - 1)];
+
+		if (s->key == key)
+			return s;
+		if (!s->key) {
+			s->key = key;
+			return s;
+		}
+		if (!victim || s->a + s->b < victim->a + victim->b)
+			victim = s;
+	}
+	ov->st.evictions++;
+	*victim = (struct slot){ key, 0, 0 };
+	return victim;
+}
+
+static const struct slot *slot_find(const struct slot *tab, unsigned nslots,
+				    uint64_t key)
+{
+	for (unsigned p = 0; p < CM_OVERLAP_PROBES; p++) {
+		const struct slot *s = &tab[(key + p) & (nslots - 1)];
+
+		if (s->key == key)
+			return s;
+		if (!s->key)
+			return NULL;
+	}
+	return NULL;
+}
+
+int cm_overlap_add(struct cm_overlap *ov, struct cm_matrix *m, int thread,
+		   uint64_t space, uint64_t inode, uint64_t region,
+		   uint64_t addr, uint64_t now_ns)
+{
+	struct othread *t;
+	double w;
+	int half;
+
+	if (!ov || !m || thread < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (thread >= CM_OVERLAP_MAX_THREADS) {
+		ov->st.threads_over++;
+		return 0;
+	}
+	if (ov->started && now_ns >= ov->next) {
+		if (cm_overlap_flush(ov, m) < 0)
+			return -1;
+		ov->next = now_ns + ov->period;
+	}
+	t = thread_get(ov, thread);
+	if (!t) {
+		errno = ENOMEM;
+		return -1;
+	}
+	w = weight_at(ov, now_ns);
+	half = (int)(t->seq++ & 1);
+	t->fresh++;
+	if (half)
+		t->tot_b += w;
+	else
+		t->tot_a += w;
+	for (int l = 0; l < NLEVELS; l++) {
+		struct slot *s = slot_of(ov, t->lv[l], level_slots[l],
+					 block_key(space, inode, region, addr,
+						   level_shift[l]));
+
+		if (half)
+			s->b = (float)(s->b + w);
+		else
+			s->a = (float)(s->a + w);
+	}
+	ov->st.accesses++;
+	return 0;
+}
+
+/* ---- the overlap ------------------------------------------------------ */
+
+/* Make m hold every thread index the estimator has seen. */
+static int fit(const struct cm_overlap *ov, struct cm_matrix *m)
+{
+	if (cm_matrix_nthreads(m) >= ov->n)
+		return 0;
+	if (cm_matrix_resize(m, ov->n) < 0) {
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
+}
+
+/* Which counts: both halves, A only or B only. */
+enum which { BOTH, HALF_A, HALF_B };
+
+static double share(const struct othread *t, const struct slot *s,
+		    enum which h)
+{
+	switch (h) {
+	case HALF_A:
+		return t->tot_a > 0 ? s->a / t->tot_a : 0;
+	case HALF_B:
+		return t->tot_b > 0 ? s->b / t->tot_b : 0;
+	default:
+		return t->tot_a + t->tot_b > 0 ?
+		       ((double)s->a + s->b) / (t->tot_a + t->tot_b) : 0;
+	}
+}
+
+/* O_ij at a level; *hits counts the blocks both touched. */
+static double pair_overlap(const struct othread *ti, const struct othread *tj,
+			   int level, enum which h, long *hits)
+{
+	const struct slot *a = ti->lv[level];
+	unsigned ns = level_slots[level];
+	double o = 0;
+
+	for (unsigned s = 0; s < ns; s++) {
+		const struct slot *b;
+		double pi, pj;
+
+		if (!a[s].key)
+			continue;
+		b = slot_find(tj->lv[level], ns, a[s].key);
+		if (!b)
+			continue;
+		pi = share(ti, &a[s], h);
+		pj = share(tj, b, h);
+		if (pi > 0 && pj > 0 && hits)
+			(*hits)++;
+		o += pi < pj ? pi : pj;
+	}
+	return o;
+}
+
+/* The threads with tables: their indexes into idx, their count. */
+static int active(const struct cm_overlap *ov, int *idx)
+{
+	int k = 0;
+
+	for (int i = 0; i < ov->n; i++)
+		if (ov->th[i].lv[0] && ov->th[i].tot_a + ov->th[i].tot_b > 0)
+			idx[k++] = i;
+	return k;
+}
+
+/* o[a * k + b] = O between active threads a and b (a != b). */
+static long overlap_of(const struct cm_overlap *ov, const int *idx, int k,
+		       int level, enum which h, double *o)
+{
+	long hits = 0;
+
+	for (int a = 0; a < k; a++) {
+		o[a * k + a] = 0;
+		for (int b = a + 1; b < k; b++) {
+			double v = pair_overlap(&ov->th[idx[a]],
+						&ov->th[idx[b]], level, h,
+						&hits);
+
+			o[a * k + b] = o[b * k + a] = v;
+		}
+	}
+	return hits;
+}
+
+int cm_overlap_matrix(struct cm_overlap *ov, int level, struct cm_matrix *out)
+{
+	int *idx, k;
+	double *o;
+
+	if (!ov || !out || level < 0 || level >= NLEVELS) {
+		errno = EINVAL;
+		return -1;
+	}
+	idx = malloc((size_t)(ov->n + 1) * sizeof(*idx));
+	k = idx ? active(ov, idx) : 0;
+	o = malloc((size_t)(k * k + 1) * sizeof(*o));
+	if (!idx || !o || fit(ov, out) < 0) {
+		free(idx);
+		free(o);
+		errno = ENOMEM;
+		return -1;
+	}
+	overlap_of(ov, idx, k, level, BOTH, o);
+	for (int a = 0; a < k; a++)
+		for (int b = a + 1; b < k; b++)
+			if (cm_matrix_set(out, idx[a], idx[b],
+					  o[a * k + b]) < 0) {
+				free(idx);
+				free(o);
+				errno = ENOMEM;
+				return -1;
+			}
+	free(idx);
+	free(o);
+	return 0;
+}
+
+/* ---- the permutation test --------------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+	*s += 0x9e3779b97f4a7c15ull;
+	return mix(*s);
+}
+
+/* Pearson correlation of x[a][b] with y[perm a][perm b] over a < b. */
+static double mantel_r(const double *x, const double *y, const int *perm,
+		       int k)
+{
+	double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0, n = 0, vx, vy;
+
+	for (int a = 0; a < k; a++)
+		for (int b = a + 1; b < k; b++) {
+			double u = x[a * k + b], v = y[perm[a] * k + perm[b]];
+
+			sx += u;
+			sy += v;
+			sxx += u * u;
+			syy += v * v;
+			sxy += u * v;
+			n++;
+		}
+	if (n < 2)
+		return 0;
+	vx = sxx - sx * sx / n;
+	vy = syy - sy * sy / n;
+	if (vx <= 1e-18 || vy <= 1e-18)
+		return 0;
+	return (sxy - sx * sy / n) / sqrt(vx * vy);
+}
+
+/* Fisher-Yates with the estimator's own generator (deterministic). */
+static void shuffle(int *perm, int k, uint64_t *seed)
+{
+	for (int a = k - 1; a > 0; a--) {
+		int b = (int)(rng_next(seed) % (uint64_t)(a + 1)), t = perm[a];
+
+		perm[a] = perm[b];
+		perm[b] = t;
+	}
+}
+
+/* Mantel test of O^A against O^B over k active threads. */
+static int halves_agree(struct cm_overlap *ov, const int *idx, int k,
+			int level, double *r, int *beaten)
+{
+	double *oa = malloc((size_t)(k * k) * sizeof(*oa));
+	double *ob = malloc((size_t)(k * k) * sizeof(*ob));
+	int *perm = malloc((size_t)k * sizeof(*perm)), rv = -1;
+
+	*r = 0;
+	*beaten = 0;
+	if (!oa || !ob || !perm)
+		goto out;
+	overlap_of(ov, idx, k, level, HALF_A, oa);
+	overlap_of(ov, idx, k, level, HALF_B, ob);
+	for (int a = 0; a < k; a++)
+		perm[a] = a;
+	*r = mantel_r(oa, ob, perm, k);
+	for (int p = 0; p < CM_OVERLAP_PERMUTATIONS; p++) {
+		shuffle(perm, k, &ov->seed);
+		if (mantel_r(oa, ob, perm, k) >= *r)
+			(*beaten)++;
+	}
+	rv = *r > 0 && *beaten == 0;
+out:
+	free(oa);
+	free(ob);
+	free(perm);
+	if (rv < 0)
+		errno = ENOMEM;
+	return rv;
+}
+
+int cm_overlap_test(struct cm_overlap *ov, int level, double *r, int *beaten)
+{
+	int *idx, k, rv;
+
+	if (!ov || !r || !beaten || level < 0 || level >= NLEVELS) {
+		errno = EINVAL;
+		return -1;
+	}
+	idx = malloc((size_t)(ov->n + 1) * sizeof(*idx));
+	if (!idx) {
+		errno = ENOMEM;
+		return -1;
+	}
+	k = active(ov, idx);
+	if (k < 4) {
+		*r = 0;
+		*beaten = 0;
+		free(idx);
+		return 1;
+	}
+	rv = halves_agree(ov, idx, k, level, r, beaten);
+	free(idx);
+	return rv;
+}
+
+/* ---- into the matrix -------------------------------------------------- */
+
+/* Add O_ij * (n_i + n_j) / 2 of the trusted overlap to m. */
+static int add_weights(struct cm_overlap *ov, struct cm_matrix *m,
+		       const int *idx, int k, const double *o)
+{
+	if (fit(ov, m) < 0)
+		return -1;
+	for (int a = 0; a < k; a++)
+		for (int b = a + 1; b < k; b++) {
+			double w = o[a * k + b] *
+				   (double)(ov->th[idx[a]].fresh +
+					    ov->th[idx[b]].fresh) / 2;
+
+			if (w <= 0)
+				continue;
+			if (cm_matrix_add(m, idx[a], idx[b], w) < 0) {
+				errno = ENOMEM;
+				return -1;
+			}
+			ov->st.weight += w;
+		}
+	return 0;
+}
+
+/* Compute over k active threads: level, test, weights. */
+static int compute(struct cm_overlap *ov, struct cm_matrix *m, const int *idx,
+		   int k, double *o)
+{
+	int level = 0, trusted = 1;
+	double r = 0;
+	int beaten = 0;
+
+	if (overlap_of(ov, idx, k, 0, BOTH, o) < CM_OVERLAP_MIN_SHARED) {
+		level = 1;
+		overlap_of(ov, idx, k, 1, BOTH, o);
+		ov->st.coarse++;
+	}
+	if (k >= 4) {
+		trusted = halves_agree(ov, idx, k, level, &r, &beaten);
+		if (trusted < 0)
+			return -1;
+	}
+	ov->st.computes++;
+	ov->st.last_r = r;
+	ov->st.last_beaten = beaten;
+	ov->st.last_threads = k;
+	if (!trusted)
+		return 0;
+	ov->st.trusted++;
+	return add_weights(ov, m, idx, k, o);
+}
+
+int cm_overlap_flush(struct cm_overlap *ov, struct cm_matrix *m)
+{
+	int *idx, k, rv = -1;
+	double *o = NULL;
+
+	if (!ov || !m) {
+		errno = EINVAL;
+		return -1;
+	}
+	idx = malloc((size_t)(ov->n + 1) * sizeof(*idx));
+	k = idx ? active(ov, idx) : 0;
+	if (idx)
+		o = malloc((size_t)(k * k + 1) * sizeof(*o));
+	if (!idx || !o) {
+		errno = ENOMEM;
+		goto out;
+	}
+	rv = k;
+	if (k >= 2 && compute(ov, m, idx, k, o) < 0)
+		rv = -1;
+	for (int i = 0; i < ov->n; i++)
+		ov->th[i].fresh = 0;
+out:
+	free(idx);
+	free(o);
+	return rv;
+}
+
+void cm_overlap_stats(const struct cm_overlap *ov, struct cm_overlap_stats *st)
+{
+	if (!ov) {
+		memset(st, 0, sizeof(*st));
+		return;
+	}
+	*st = ov->st;
+}
+
+size_t cm_overlap_bytes(const struct cm_overlap *ov)
+{
+	size_t b;
+
+	if (!ov)
+		return 0;
+	b = sizeof(*ov) + (size_t)ov->cap * sizeof(*ov->th);
+	for (int i = 0; i < ov->n; i++)
+		if (ov->th[i].lv[0])
+			b += (CM_OVERLAP_FINE_SLOTS + CM_OVERLAP_COARSE_SLOTS) *
+			     sizeof(struct slot);
+	return b;
+}

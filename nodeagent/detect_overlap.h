@@ -1,0 +1,129 @@
+/* detect_overlap.h: communication as the overlap of the threads' memory
+ * access distributions.
+ *
+ * The sharer table (detect_table.h) turns samples into communication only
+ * when two threads' samples hit one small block within a time window: with
+ * more threads than CPUs and arrays of tens of MB that is rare, and most
+ * samples are wasted.  Here every sample counts: each thread keeps aged
+ * counts of the blocks it touches, p_i(b) = its share of samples in block b,
+ * and the communication between threads i and j is the min-overlap of
+ * their distributions,
+ *
+ *     O_ij = sum_b min(p_i(b), p_j(b))        (0: disjoint, 1: identical)
+ *
+ * after Diener et al., "Evaluating Thread Placement Based on Memory Access
+ * Patterns for Multi-core Processors", §3.1: the sharing of a pair is the
+ * accesses both make to the same memory; normalised per thread and taken
+ * as the minimum, so a thread that samples more does not weigh more and a
+ * block counts only as much as the lesser of the two uses it.
+ *
+ * Levels.  Blocks of 64 KiB (CM_OVERLAP_FINE_SHIFT) and, as a fallback
+ * when fewer than CM_OVERLAP_MIN_SHARED (block, pair) coincidences exist
+ * at that level, 2 MiB (CM_OVERLAP_COARSE_SHIFT).  A block never crosses a
+ * mapping boundary: the caller passes the start of the address's mapping
+ * and it is part of the block's identity.
+ *
+ * Bounded memory.  Per thread, two open-addressed tables of
+ * CM_OVERLAP_FINE_SLOTS and CM_OVERLAP_COARSE_SLOTS entries (16 bytes
+ * each: 40 KiB per thread), allocated at the thread's first access, for at
+ * most CM_OVERLAP_MAX_THREADS threads (later ones are counted in
+ * stats.threads_over, not tracked).  A block that finds its probe window
+ * full replaces the entry with the smallest count there (evictions); the
+ * thread's total keeps the evicted mass, so p never sums above 1.
+ *
+ * Aging.  A sample at time t weighs 2^((t - t0) / half-life): older
+ * samples count less, by a factor of 2 per CM_OVERLAP_HALF_LIFE_NS, with
+ * no pass over the tables; the weights are rescaled now and then.
+ *
+ * Into the matrix.  Every CM_OVERLAP_PERIOD_NS of sample time (at the
+ * first access past it, so that a replay of the same accesses gives the
+ * same result), O is computed and, if trusted, O_ij * (n_i + n_j) / 2 is
+ * added to the matrix, n_i being thread i's samples since the last time:
+ * weight in samples, like the sharer table's events.
+ *
+ * Trust: a label-permutation test.  Every thread's samples alternate
+ * between two halves (A, B) with counts of their own; O^A and O^B are
+ * computed from each half, and their off-diagonal Pearson correlation r
+ * is compared with the correlation after shuffling the thread labels of
+ * O^B (a Mantel test, CM_OVERLAP_PERMUTATIONS shuffles, a fixed seed):
+ * the overlap is trusted only when r > 0 and no shuffle reaches it
+ * (p < 1 / (1 + shuffles)).  Noise does not repeat between halves;
+ * structure (pairs, groups, neighbours) does.  A flat overlap (everyone
+ * alike, or nobody sharing) has no structure to repeat and adds nothing:
+ * there is nothing to place by.  With fewer than 4 threads the test
+ * cannot decide and the overlap is trusted.
+ *
+ * Not thread-safe.  Functions return -1 with errno.
+ */
+#ifndef COMMAP_NODEAGENT_DETECT_OVERLAP_H
+#define COMMAP_NODEAGENT_DETECT_OVERLAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "commap/matrix.h"
+
+#define CM_OVERLAP_FINE_SHIFT 16	/* 64 KiB */
+#define CM_OVERLAP_COARSE_SHIFT 21	/* 2 MiB */
+#define CM_OVERLAP_FINE_SLOTS 2048u	/* per thread: 128 MiB at 64 KiB */
+#define CM_OVERLAP_COARSE_SLOTS 512u	/* per thread: 1 GiB at 2 MiB */
+#define CM_OVERLAP_PROBES 8
+#define CM_OVERLAP_MAX_THREADS 1024
+#define CM_OVERLAP_HALF_LIFE_NS 4000000000ull	/* 4 s */
+#define CM_OVERLAP_PERIOD_NS 1000000000ull	/* 1 s */
+#define CM_OVERLAP_MIN_SHARED 16
+#define CM_OVERLAP_PERMUTATIONS 19
+
+struct cm_overlap_stats {
+	uint64_t accesses;	/* cm_overlap_add calls that counted */
+	uint64_t evictions;	/* blocks replaced in a full probe window */
+	uint64_t threads_over;	/* accesses of threads past the limit */
+	uint64_t computes;	/* overlap matrices computed */
+	uint64_t trusted;	/* ... passed the permutation test */
+	uint64_t coarse;	/* ... computed at the coarse level */
+	double weight;		/* total weight added to matrices */
+	double last_r;		/* correlation of the halves, last compute */
+	int last_beaten;	/* shuffles that reached it, last compute */
+	int last_threads;	/* threads compared, last compute */
+};
+
+struct cm_overlap;
+
+/* New estimator with the constants above; half_life_ns and period_ns 0
+ * take the defaults.  NULL/ENOMEM. */
+struct cm_overlap *cm_overlap_new(uint64_t half_life_ns, uint64_t period_ns);
+void cm_overlap_free(struct cm_overlap *ov);
+
+/* Thread `thread` (>= 0) touched the block holding byte addr of the
+ * memory (space, inode) in the mapping starting at region (0 for shared
+ * file memory, keyed by file offset) at time now_ns.  When now_ns is
+ * past the next compute time, the overlap of the samples so far is
+ * computed first and added to m (growing it).  0, -1/EINVAL (bad
+ * arguments), -1/ENOMEM (m cannot grow). */
+int cm_overlap_add(struct cm_overlap *ov, struct cm_matrix *m, int thread,
+		   uint64_t space, uint64_t inode, uint64_t region,
+		   uint64_t addr, uint64_t now_ns);
+
+/* Compute now and add to m (tests, the end of a replay).  The number of
+ * threads compared (>= 0) or -1/ENOMEM. */
+int cm_overlap_flush(struct cm_overlap *ov, struct cm_matrix *m);
+
+/* The overlap matrix of the samples so far at a level (0 fine, 1 coarse),
+ * without the test and without touching anything: out (n x n, grown) gets
+ * O_ij.  0 or -1/EINVAL, ENOMEM. */
+int cm_overlap_matrix(struct cm_overlap *ov, int level, struct cm_matrix *out);
+
+/* Permutation test of the halves at a level: sets *r and *beaten
+ * (shuffles reaching r); 1 trusted, 0 not, -1/ENOMEM. */
+int cm_overlap_test(struct cm_overlap *ov, int level, double *r,
+		    int *beaten);
+
+/* Forget every count (a phase change); the statistics stay. */
+void cm_overlap_clear(struct cm_overlap *ov);
+
+void cm_overlap_stats(const struct cm_overlap *ov, struct cm_overlap_stats *st);
+
+/* Bytes held now. */
+size_t cm_overlap_bytes(const struct cm_overlap *ov);
+
+#endif
