@@ -33,6 +33,9 @@ cd "$builddir"
 "$top/configure" -q "${conf[@]}"
 make -j"$(nproc)" >/dev/null
 
+# The machine's load, for reading the log: the suite must pass on a busy
+# machine too (docs/testing.md), and this says how busy it was.
+echo "$mode: load average before the tests: $(cut -d' ' -f1-3 /proc/loadavg)"
 status=0
 make -j"$(nproc)" check || status=$?
 
@@ -43,6 +46,7 @@ if [ -f test-suite.log ]; then
 	xpass=$(count XPASS); skip=$(count SKIP)
 	fail=$(( ${fail:-0} + ${err:-0} + ${xpass:-0} ))
 	[ "$fail" -gt 0 ] && cat test-suite.log
-	echo "$mode: ${pass:-0} passed, $fail failed, ${skip:-0} skipped"
+	echo "$mode: ${pass:-0} passed, $fail failed, ${skip:-0} skipped" \
+		"(load average after: $(cut -d' ' -f1-3 /proc/loadavg))"
 fi
 exit $status

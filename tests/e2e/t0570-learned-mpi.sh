@@ -76,6 +76,28 @@ PY
 	return 1
 }
 
+# model_ready RESULT: up to 60 s for the service to hold a model of the
+# run's application (exe_hash, ranks, argv_shape): the service folds
+# uploads into models in the background, and on a busy machine a learned
+# run started at once could ask before the model exists.
+model_ready() {
+	local q
+	q=$(python3 - "$1" <<'PY'
+import json, sys, urllib.parse
+i = json.load(open(sys.argv[1]))["identity"]
+print(urllib.parse.urlencode({"exe_hash": i["exe_hash"], "ranks": i["ranks"],
+                              "argv_shape": i["argv_shape"]}))
+PY
+)
+	for _ in $(seq 300); do
+		[ "$(curl -s -o /dev/null -w '%{http_code}' \
+			-H "X-Munge-Credential: $(munge -n)" \
+			"$url/v1/models?$q")" = 200 ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
 # snapshots TMAP OUT: while the job runs, the affinity of every thread of
 # its wl-mpi processes (the ranks), the last full snapshot of each.
 snapshots() {
@@ -100,7 +122,9 @@ snapshots() {
 
 # run_job NAME MODE THREADS PATTERN SECONDS: srun --mpi=pmix -n 2 of
 # wl-mpi, each thread for SECONDS of CPU time (a busy machine stretches
-# the run instead of starving the agent of samples); sets $res (the result), $truth, $tmap, $snap.  The truth files
+# the run instead of starving the agent of samples; the runs of one shape
+# write SECONDS alike, "1.5" and "1.0", since the argument's shape is part
+# of the application's identity); sets $res (the result), $truth, $tmap, $snap.  The truth files
 # are named by shape (the runs of one shape have one command-line shape).
 run_job() {
 	local name=$1 mode=$2 threads=$3 pattern=$4 secs=$5 out rc job
@@ -205,7 +229,9 @@ py 'len(set((t["rank"], t["index"]) for t in d["threads"])) == len(d["threads"])
 ok $? "mpi-dyn: no thread identity repeats ($(pyv \
 	'sorted((t["rank"], t["index"]) for t in d["threads"])'))"
 diag "mpi-dyn: dynamic pin latency (ms): $(pyv 'd["stats"]["pin_latency_ms"]')"
-run_job mpi-learned learned 1 pairs 1
+model_ready "$res_dyn"
+ok $? "mpi-dyn: the service made a model of it"
+run_job mpi-learned learned 1 pairs 1.0
 learned_checks mpi-learned
 
 # --- hybrid MPI+OpenMP: 2 ranks x 2 threads, thread t of each rank paired --
@@ -213,7 +239,9 @@ run_job hyb-dyn dynamic 2 phases 1.5
 out=$("$compare_matrix" cosine --truth "$truth" --map "$tmap" --min 0.9 "$res")
 ok $? "hyb-dyn: the model's run detected the cross-rank pairs ($out)"
 diag "hyb-dyn: dynamic pin latency (ms): $(pyv 'd["stats"]["pin_latency_ms"]')"
-run_job hyb-learned learned 2 phases 1
+model_ready "$res"
+ok $? "hyb-dyn: the service made a model of it"
+run_job hyb-learned learned 2 phases 1.0
 learned_checks hyb-learned
 out=$("$result_check" together --truth "$truth" --map "$tmap" "$res")
 ok $? "hyb-learned: each cross-rank pair on one PU from the start ($out)"
