@@ -16,8 +16,10 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <asm/perf_regs.h>
 
 #include "collect.h"
+#include "evidence.h"
 #include "record.h"
 #include "cma_attrib.h"
 #include "cma_trace.h"
@@ -34,6 +36,10 @@
  * samples are expected, attach when fewer than 1/COVER_RATIO came. */
 #define COVER_MIN_EXPECTED 20u
 #define COVER_RATIO 10u
+/* Thread stacks remembered per process (mappings that held a sampled
+ * stack pointer); past this, a thread's own stack is still known from
+ * its sample's stack pointer. */
+#define PROC_STACKS 128
 
 enum th_state {
 	TH_NEW = 0,	/* not yet seen by sync */
@@ -59,6 +65,8 @@ struct cproc {
 	int mem_fd;
 	uint64_t maps_gen;	/* drain generation of the last load */
 	struct cm_maps maps;
+	uint64_t stacks[PROC_STACKS];	/* start of each stack mapping */
+	int nstacks;
 };
 
 struct cm_collector {
@@ -73,6 +81,7 @@ struct cm_collector {
 	int filter_nthreads, filter_nalive;	/* tids in the filter */
 	struct cm_decoder *dec;
 	struct cm_detect_table *table;
+	struct cm_overlap *ov;		/* overlap of access distributions */
 	struct cm_tracker *tr;
 	struct cproc *procs;
 	int nprocs, capprocs;
@@ -611,7 +620,10 @@ struct cm_collector *cm_collect_new(const struct cm_collect_opts *o,
 		c->st.samplers = 1;
 	}
 	if (c->backend == CM_COLLECT_SAMPLE) {
-		c->dec = cm_decoder_new(o->lookback, o->decode_flags, err);
+		/* rsp/rbp operands kept: the mapping says what is stack
+		 * (evidence.h), rbp is a general register at -O2. */
+		c->dec = cm_decoder_new(o->lookback, o->decode_flags |
+					CM_DECODE_KEEP_STACK, err);
 		if (!c->dec)
 			goto fail;
 	}
@@ -623,6 +635,11 @@ struct cm_collector *cm_collect_new(const struct cm_collect_opts *o,
 	c->table = cm_detect_table_new(&dc, err);
 	if (!c->table || fault_start(c, err) || cma_start(c, err))
 		goto fail;
+	c->ov = cm_overlap_new(0, 0);
+	if (!c->ov) {
+		cm_errorf(err, ENOMEM, "collect: out of memory");
+		goto fail;
+	}
 	cm_record_detect(o->record, &dc);
 	c->t0_ns = clock_ns(CLOCK_MONOTONIC);
 	c->st.overhead = -1;
@@ -642,6 +659,7 @@ static void proc_release(struct cproc *p)
 	cm_maps_free(&p->maps);
 	memset(&p->maps, 0, sizeof(p->maps));
 	p->maps_loaded = false;
+	p->nstacks = 0;
 }
 
 void cm_collect_free(struct cm_collector *c)
@@ -666,6 +684,7 @@ void cm_collect_free(struct cm_collector *c)
 	}
 	cm_decoder_free(c->dec);
 	cm_detect_table_free(c->table);
+	cm_overlap_free(c->ov);
 	free(c);
 }
 
@@ -1059,20 +1078,62 @@ static int decode_sample(struct cm_collector *c, int p,
 /* The access as the table is about to see it, for a replay (record.h):
  * the thread's identity (record_identity) before its first access. */
 static void record_ref(struct cm_collector *c, int i,
-		       const struct cm_block_key *key, uint64_t time)
+		       const struct cm_block_key *key, uint64_t region,
+		       int cls, uint64_t time)
 {
 	record_identity(c, i);
-	cm_record_access(c->o.record, i, key, time);
+	cm_record_access(c->o.record, i, key, region, cls, time);
 }
 
-/* Enter one data reference of thread i (process p) in the table. */
+static bool known_stack(const struct cproc *cp, uint64_t start)
+{
+	for (int k = 0; k < cp->nstacks; k++)
+		if (cp->stacks[k] == start)
+			return true;
+	return false;
+}
+
+/* The mapping holding a sampled stack pointer is a thread's stack (and
+ * its static TLS): remember it for the other threads' references. */
+static uint64_t note_stack(struct cm_collector *c, int p, pid_t pid,
+			   uint64_t sp)
+{
+	struct cproc *cp = &c->procs[p];
+	const struct cm_map_region *r;
+
+	if (!sp)
+		return 0;
+	r = find_region(c, p, pid, sp);
+	if (!r)
+		return 0;
+	if (!known_stack(cp, r->start) && cp->nstacks < PROC_STACKS)
+		cp->stacks[cp->nstacks++] = r->start;
+	return r->start;
+}
+
+/* The class of a reference in region r (evidence.h); sp_region: the
+ * mapping of the sample's own stack pointer (0: none). */
+static int classify(const struct cproc *cp, const struct cm_map_region *r,
+		    uint64_t sp_region)
+{
+	if (!r)
+		return CM_REF_DATA;
+	if (r->start == sp_region || strcmp(r->path, "[stack]") == 0 ||
+	    known_stack(cp, r->start))
+		return CM_REF_STACK;
+	return r->perms[1] == 'w' ? CM_REF_DATA : CM_REF_READONLY;
+}
+
+/* Enter one data reference of thread i (process p) as evidence
+ * (evidence.h); sp_region: the mapping of the sample's stack pointer. */
 static void account_ref(struct drain_ctx *d, int i, int p, pid_t pid,
-			uint64_t addr, uint64_t time)
+			uint64_t addr, uint64_t time, uint64_t sp_region)
 {
 	struct cm_collector *c = d->c;
 	struct cproc *cp = &c->procs[p];
+	const struct cm_map_region *reg;
 	struct cm_block_key key;
-	int r, ev;
+	int r, ev, cls;
 
 	r = cp->maps_loaded ? cm_maps_key(&cp->maps, (uint64_t)p, addr, &key)
 	    : -1;
@@ -1086,13 +1147,20 @@ static void account_ref(struct drain_ctx *d, int i, int p, pid_t pid,
 	}
 	if (key.shared)
 		c->st.shared_refs++;
+	reg = r ? NULL : cm_maps_find(&cp->maps, addr);
+	cls = classify(cp, reg, sp_region);
 	if (c->o.record)
-		record_ref(c, i, &key, time);
-	ev = cm_detect_access(c->table, d->m, i, &key, time);
+		record_ref(c, i, &key, reg && !key.shared ? reg->start : 0,
+			   cls, time);
+	ev = cm_evidence_add(c->table, c->ov, d->m, i, &key,
+			     reg && !key.shared ? reg->start : 0, cls, time,
+			     &c->st.refs);
 	if (ev < 0) {
 		d->nomem = 1;
 		return;
 	}
+	if (cls == CM_REF_STACK)
+		return;
 	c->st.accesses++;
 	c->st.events += (uint64_t)ev;
 }
@@ -1158,7 +1226,7 @@ static void on_fault(const struct cm_fault *f, void *arg)
 	}
 	c->st.fault_hinting++;
 	if (!d->nomem)
-		account_ref(d, i, p, (pid_t)f->pid, f->addr, f->time);
+		account_ref(d, i, p, (pid_t)f->pid, f->addr, f->time, 0);
 }
 
 /* One CMA call that copied bytes. */
@@ -1175,6 +1243,7 @@ static void on_sample(const struct cm_perf_sample *smp, void *arg)
 	struct drain_ctx *d = arg;
 	struct cm_collector *c = d->c;
 	struct cm_access acc;
+	uint64_t sp_region;
 	int i, p = 0;
 
 	i = sample_thread(c, smp, &p);
@@ -1184,14 +1253,18 @@ static void on_sample(const struct cm_perf_sample *smp, void *arg)
 	c->st.ours++;
 	if (c->backend == CM_COLLECT_HW) {
 		c->st.decoded++;
-		account_ref(d, i, p, (pid_t)smp->pid, smp->addr, smp->time);
+		account_ref(d, i, p, (pid_t)smp->pid, smp->addr, smp->time,
+			    0);
 		return;
 	}
 	if (!decode_sample(c, p, smp, &acc))
 		return;
+	sp_region = note_stack(c, p, (pid_t)smp->pid,
+			       smp->regs.valid & (1u << PERF_REG_X86_SP) ?
+			       smp->regs.v[PERF_REG_X86_SP] : 0);
 	for (unsigned k = 0; k < acc.nref && !d->nomem; k++)
 		account_ref(d, i, p, (pid_t)smp->pid, acc.ref[k].addr,
-			    smp->time);
+			    smp->time, sp_region);
 }
 
 long cm_collect_drain(struct cm_collector *c, struct cm_matrix *m,
@@ -1392,8 +1465,10 @@ const char *cm_collect_last_problem(const struct cm_collector *c)
 
 void cm_collect_forget(struct cm_collector *c)
 {
-	if (c)
+	if (c) {
 		cm_detect_table_clear(c->table);
+		cm_overlap_clear(c->ov);
+	}
 }
 
 void cm_collect_stats(const struct cm_collector *c,
@@ -1418,6 +1493,7 @@ void cm_collect_stats(const struct cm_collector *c,
 	st->malformed = ps.malformed;
 	st->kernel = ps.kernel;
 	cm_detect_stats(c->table, &st->table);
+	cm_overlap_stats(c->ov, &st->overlap);
 	st->tasks = c->s ? cm_perf_sampler_ntasks(c->s) : 0;
 	st->events_open = c->s ? cm_perf_sampler_nevents(c->s) : 0;
 	st->fault_on = c->fs != NULL;

@@ -74,7 +74,9 @@
 #include "cma_attrib.h"
 #include "cma_trace.h"
 #include "decode.h"
+#include "detect_overlap.h"
 #include "detect_table.h"
+#include "evidence.h"
 #include "perf_sample.h"
 #include "proc_track.h"
 #include "sample_rate.h"
@@ -179,8 +181,12 @@ struct cm_collect_stats {
 	uint64_t maps_refreshes;	/* reloads on an address not covered */
 	uint64_t unmapped;	/* address in no mapping: keyed private */
 	uint64_t shared_refs;	/* references keyed by (dev, inode, off) */
+	/* evidence (evidence.h): refs = accesses + stack references */
+	struct cm_evidence_counts refs;	/* references per class */
+	struct cm_overlap_stats overlap;	/* the overlap estimator */
 	/* table */
-	uint64_t accesses;	/* references entered in the table */
+	uint64_t accesses;	/* references entered in the table (stack
+				 * references are dropped before it) */
 	uint64_t events;	/* communication events added to matrices */
 	struct cm_detect_stats table;
 	/* attaching */

@@ -6,6 +6,7 @@ nodeagent_libagent_la_SOURCES = \
 	nodeagent/perf_sample.h nodeagent/perf_sample.c \
 	nodeagent/detect_table.h nodeagent/detect_table.c \
 	nodeagent/detect_overlap.h nodeagent/detect_overlap.c \
+	nodeagent/evidence.h nodeagent/evidence.c \
 	nodeagent/collect.h nodeagent/collect.c \
 	nodeagent/fault_sample.h nodeagent/fault_sample.c \
 	nodeagent/cma_trace.h nodeagent/cma_trace.c nodeagent/cma_pair.c \

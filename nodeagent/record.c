@@ -119,7 +119,8 @@ void cm_record_thread(struct cm_recorder *r, int i, pid_t pid, pid_t tid,
 }
 
 void cm_record_access(struct cm_recorder *r, int i,
-		      const struct cm_block_key *key, uint64_t time_ns)
+		      const struct cm_block_key *key, uint64_t region,
+		      int cls, uint64_t time_ns)
 {
 	if (!r || r->err)
 		return;
@@ -127,11 +128,12 @@ void cm_record_access(struct cm_recorder *r, int i,
 		r->dropped++;
 		return;
 	}
-	check(r, fprintf(r->f, "a %llu %d %llx %llx %llx %d\n",
+	check(r, fprintf(r->f, "a %llu %d %llx %llx %llx %d %llx %d\n",
 			 (unsigned long long)time_ns, i,
 			 (unsigned long long)key->space,
 			 (unsigned long long)key->inode,
-			 (unsigned long long)key->addr, key->shared ? 1 : 0));
+			 (unsigned long long)key->addr, key->shared ? 1 : 0,
+			 (unsigned long long)region, cls));
 }
 
 /* The topology lines: both or neither. */

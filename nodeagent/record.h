@@ -2,8 +2,9 @@
  * "Recordings"), written by the agent with --record FILE and replayed by
  * `commap replay` (replay.h).
  *
- * The seam is where a decoded data reference enters the sharer table
- * (collect.c, account_ref): every cm_detect_access call is one "a" line
+ * The seam is where a decoded data reference becomes evidence (evidence.h:
+ * the sharer table and the overlap; collect.c, account_ref): every
+ * cm_evidence_add call is one "a" line
  * (time, thread index, block key), so a replay that feeds the same lines
  * to a table of the same configuration rebuilds the same events and the
  * same matrix.  A thread's identity is written before its first access;
@@ -26,7 +27,9 @@
 #include "detect_table.h"
 
 #define CM_RECORD_FORMAT "commap-recording"
-#define CM_RECORD_VERSION 1
+/* Version 2 adds each access's mapping start and class (evidence.h);
+ * version 1 recordings are still read (sharer table only). */
+#define CM_RECORD_VERSION 2
 
 struct cm_recorder;
 
@@ -44,9 +47,12 @@ void cm_record_detect(struct cm_recorder *r,
  * process; written once per index, before its first access. */
 void cm_record_thread(struct cm_recorder *r, int i, pid_t pid, pid_t tid,
 		      int rank, int index);
-/* Thread i accessed key at time_ns (the samples' clock). */
+/* Thread i accessed key at time_ns (the samples' clock), in the mapping
+ * starting at region (0: shared or none), of class cls (enum
+ * cm_ref_class, evidence.h). */
 void cm_record_access(struct cm_recorder *r, int i,
-		      const struct cm_block_key *key, uint64_t time_ns);
+		      const struct cm_block_key *key, uint64_t region,
+		      int cls, uint64_t time_ns);
 /* Whether thread index i has been written (cm_record_thread). */
 int cm_record_has_thread(const struct cm_recorder *r, int i);
 

@@ -7,15 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "evidence.h"
 #include "record.h"
 #include "replay.h"
 
-#define MAX_WORDS 8
+#define MAX_WORDS 10
 
 /* The state of a parse: where we are and what the file said so far. */
 struct reader {
 	struct cm_replay *rp;
 	struct cm_detect_table *table;
+	struct cm_overlap *overlap;	/* version 2: the overlap too */
+	int version;
 	int lineno;
 	int header;		/* 0: want the format line, 1: want start,
 				 * 2: want detect, 3: body */
@@ -117,26 +120,33 @@ static int on_thread(struct reader *r, char **w, int n)
 	return 0;
 }
 
-/* "a TIME I SPACE INODE ADDR SHARED" (hex space, inode, addr) */
+/* "a TIME I SPACE INODE ADDR SHARED" (hex space, inode, addr), and in
+ * version 2 " REGION CLASS" (hex mapping start, class 0..2). */
 static int on_access(struct reader *r, char **w, int n)
 {
 	struct cm_block_key key;
-	uint64_t t, space, inode, addr;
-	int i, shared, ev;
+	uint64_t t, space, inode, addr, region = 0;
+	int i, shared, ev, cls = CM_REF_DATA;
+	int want = r->version >= 2 ? 9 : 7;
 
-	if (n != 7 || word_u64(w[1], 10, &t) ||
+	if (n != want || word_u64(w[1], 10, &t) ||
 	    word_int(w[2], 0, CM_REPLAY_MAX_THREADS - 1, &i) ||
 	    word_u64(w[3], 16, &space) || word_u64(w[4], 16, &inode) ||
-	    word_u64(w[5], 16, &addr) || word_int(w[6], 0, 1, &shared))
-		return bad(r, "want 'a TIME I SPACE INODE ADDR SHARED' "
-			   "(I < 4096, SHARED 0 or 1)");
+	    word_u64(w[5], 16, &addr) || word_int(w[6], 0, 1, &shared) ||
+	    (want == 9 && (word_u64(w[7], 16, &region) ||
+			   word_int(w[8], 0, CM_REF_NCLASSES - 1, &cls))))
+		return bad(r, want == 9 ? "want 'a TIME I SPACE INODE ADDR "
+			   "SHARED REGION CLASS' (I < 4096, SHARED 0 or 1, "
+			   "CLASS 0..2)" : "want 'a TIME I SPACE INODE ADDR "
+			   "SHARED' (I < 4096, SHARED 0 or 1)");
 	if (grow_threads(r, i) < 0)
 		return -1;
 	if (shared)
 		cm_block_key_shared(&key, space, inode, addr);
 	else
 		cm_block_key_private(&key, space, addr);
-	ev = cm_detect_access(r->table, r->rp->m, i, &key, t);
+	ev = cm_evidence_add(r->table, r->overlap, r->rp->m, i, &key, region,
+			     cls, t, &r->rp->refs);
 	if (ev < 0)
 		return cm_errorf(r->err, ENOMEM, "recording: out of memory");
 	r->rp->accesses++;
@@ -194,9 +204,10 @@ static int on_header(struct reader *r, char **w, int n)
 		    word_int(w[1], 0, 1000, &v))
 			return bad(r, "not a commap recording (want "
 				   "'" CM_RECORD_FORMAT " 1')");
-		if (v != CM_RECORD_VERSION)
+		if (v < 1 || v > CM_RECORD_VERSION)
 			return bad(r, "unsupported version (this commap reads "
-				   "version 1)");
+				   "versions 1 and 2)");
+		r->version = v;
 	} else if (r->header == 1) {
 		if (n != 3 || strcmp(w[0], "start") ||
 		    word_u64(w[1], 10, &rp->start_real_ns) ||
@@ -215,6 +226,11 @@ static int on_header(struct reader *r, char **w, int n)
 		if (!r->table)
 			return bad(r, "detect: the table's configuration is "
 				   "out of range");
+		/* Version 1 has no mapping or class: the sharer table alone,
+		 * as it was recorded. */
+		if (r->version >= 2 && !(r->overlap = cm_overlap_new(0, 0)))
+			return cm_errorf(r->err, ENOMEM, "recording: out of "
+					 "memory");
 	}
 	r->header++;
 	return 0;
@@ -286,7 +302,7 @@ static int each_line(struct reader *r, const char *text, size_t len)
 int cm_replay_parse(const char *text, size_t len, struct cm_replay *rp,
 		    struct cm_error *err)
 {
-	struct reader r = { rp, NULL, 0, 0, err };
+	struct reader r = { rp, NULL, NULL, 0, 0, 0, err };
 	int rc;
 
 	memset(rp, 0, sizeof(*rp));
@@ -295,7 +311,9 @@ int cm_replay_parse(const char *text, size_t len, struct cm_replay *rp,
 	if (!rp->m)
 		return cm_errorf(err, ENOMEM, "recording: out of memory");
 	rc = each_line(&r, text, len);
+	cm_overlap_stats(r.overlap, &rp->overlap);
 	cm_detect_table_free(r.table);
+	cm_overlap_free(r.overlap);
 	if (rc < 0)
 		cm_replay_free(rp);
 	return rc;

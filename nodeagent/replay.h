@@ -21,7 +21,9 @@
 
 #include "commap/error.h"
 #include "commap/matrix.h"
+#include "detect_overlap.h"
 #include "detect_table.h"
+#include "evidence.h"
 
 /* Bounds on what a recording may ask for: thread indices (the matrix is
  * n x n), and line length. */
@@ -43,6 +45,8 @@ struct cm_replay {
 	struct cm_replay_thread *threads;
 	int nthreads;
 	uint64_t accesses, events;
+	struct cm_evidence_counts refs;	/* accesses per class */
+	struct cm_overlap_stats overlap;	/* version 2 only */
 	uint64_t last_ns;	/* time of the last access, 0 none */
 	char *synthetic;	/* NULL: no topology line */
 	char *cpuset;		/* NULL: none */
