@@ -27,8 +27,9 @@ static void check_accepted(const char *text, size_t size,
 		     rp->nthreads <= CM_REPLAY_MAX_THREADS, "thread count");
 	fuzz_require(rp->m && cm_matrix_nthreads(rp->m) <= rp->nthreads,
 		     "the matrix holds only recorded threads");
-	fuzz_require(fabs(cm_matrix_total(rp->m) - (double)rp->events) < 0.5,
-		     "the matrix weighs the events");
+	fuzz_require(fabs(cm_matrix_total(rp->m) - (double)rp->events -
+			  rp->overlap.weight) < 0.5 + 1e-9 * rp->overlap.weight,
+		     "the matrix weighs the events and the overlap");
 	fuzz_require(rp->events == 0 || rp->accesses > 0, "events need "
 		     "accesses");
 	fuzz_require(cm_replay_parse(text, size, &again, &err) == 0,
