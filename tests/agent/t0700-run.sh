@@ -54,6 +54,8 @@ ok "dry run: every migration recorded with time, thread, from, to" \
 	py "$T/dry.json" 'd["migrations"] and all(
 set(m) == {"t", "thread", "from", "to"} for m in d["migrations"])'
 ok "summary names the top pairs" grep -q "top communicating pairs" "$T/err"
+ok "dry run: every mapping keeps the placement invariant" \
+	"$top_srcdir/tests/e2e/result-check" invariant "$T/dry.json"
 
 # A restricted affinity: the result's CPU set is CPU 1 and nothing is
 # pinned anywhere else.  On one PU every placement costs the same, so the

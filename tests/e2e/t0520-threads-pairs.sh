@@ -34,6 +34,8 @@ out=$("$result_check" together --truth "$truth" --map "$tmap" "$res")
 ok $? "final mapping: each pair on one PU, the pairs on different PUs ($out)"
 out=$("$result_check" within --cpus 0-1 "$res")
 ok $? "the step's CPUs are 0-1 and every pin is inside ($out)"
+out=$("$result_check" invariant "$res")
+ok $? "every mapping keeps the placement invariant ($out)"
 out=$("$result_check" affinity "$res" "$snap" 2>&1)
 rc=$?
 echo "$out" | grep -q "affinity: 4 mapped" || rc=1

@@ -47,5 +47,7 @@ rc=$?
 cpus=$(json_field "$res" 'd["topology"]["cpuset"]')
 [ "$cpus" = 0-1 ] || rc=1
 ok $rc "the step's CPUs are the tasks' union 0-1 ($cpus), every pin inside ($out)"
+out=$("$result_check" invariant "$res")
+ok $? "every mapping keeps the placement invariant ($out)"
 
 done_testing

@@ -42,5 +42,7 @@ out=$("$result_check" together --truth "$truth" --map "$tmap" "$res")
 ok $? "each cross-rank pair is mapped onto one PU ($out)"
 out=$("$result_check" within "$res")
 ok $? "every pin is inside the batch step's CPUs ($out)"
+out=$("$result_check" invariant "$res")
+ok $? "every mapping keeps the placement invariant ($out)"
 
 done_testing
