@@ -14,3 +14,11 @@ tests_fuzz_fuzz_recording_t_CPPFLAGS = $(AM_CPPFLAGS) \
 tests_fuzz_fuzz_recording_t_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/tests/fuzz
 tests_fuzz_fuzz_recording_t_LDADD = nodeagent/libagent.la lib/libcommap.la \
 	$(CAPSTONE_LIBS) -lm
+if HAVE_CAPSTONE
+check_PROGRAMS += tests/unit/test_record.t
+TESTS += tests/unit/test_record.t
+endif
+tests_unit_test_record_t_SOURCES = tests/unit/test_record.c
+tests_unit_test_record_t_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/nodeagent
+tests_unit_test_record_t_LDADD = nodeagent/libagent.la $(UNIT_LDADD) \
+	$(CAPSTONE_LIBS)

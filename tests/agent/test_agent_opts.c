@@ -62,6 +62,10 @@ static const struct bad_case bad[] = {
 	{ "--pid 1 --ready-fd x", "--ready-fd: invalid value 'x'" },
 	{ "--pid 1 --topology a --topology-xml b", "cannot be combined" },
 	{ "--pid 1 --output=", "--output: empty value" },
+	{ "--pid 1 --record=", "--record: empty value" },
+	{ "--replay r.rec --pid 1", "--replay: reads a recording" },
+	{ "--replay r.rec --tasks-from-stdin", "--replay: reads a recording" },
+	{ "--replay r.rec --record x.rec", "--replay: reads a recording" },
 	{ "--mode dynamic", "no process to follow" },
 	{ "", "no process to follow" },
 	{ "--pid 1 stray", "unexpected argument 'stray'" },
@@ -146,6 +150,11 @@ static void test_good(void)
 	   "--opt=value forms, smallest period");
 	ok(parse("--tasks-from-stdin --mode off", &o, &err) == 0 &&
 	   o.mode == CM_AGENT_MODE_OFF, "off with stdin");
+	ok(parse("--pid 4 --record /r.rec", &o, &err) == 0 && o.record &&
+	   strcmp(o.record, "/r.rec") == 0 && !o.replay, "--record FILE");
+	ok(parse("--replay /r.rec --output /o", &o, &err) == 0 && o.replay &&
+	   strcmp(o.replay, "/r.rec") == 0 && o.nroots == 0,
+	   "--replay FILE needs no process (%s)", err.text);
 	is_str(cm_agent_mode_name(CM_AGENT_MODE_LEARNED), "learned",
 	       "mode name");
 }

@@ -1,0 +1,193 @@
+/* test_record.c: recordings written by the recorder (nodeagent/record.c)
+ * and read back by the replay's reader (nodeagent/record_read.c).
+ *
+ * A recording of accesses gives, read back, the matrix those accesses
+ * give fed straight to a sharer table of the same configuration (private
+ * and shared keys, the time window), with the threads' identities and the
+ * trailer; a cut recording (no "end") is read but marked incomplete; the
+ * size-limit line is read; bad lines are refused naming the line.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commap/matrix.h"
+#include "commap/topology.h"
+#include "detect_table.h"
+#include "record.h"
+#include "replay.h"
+#include "tap.h"
+
+#define MS 1000000ull
+
+struct acc {
+	int thread;
+	uint64_t space, inode, addr;
+	int shared;
+	uint64_t t;
+};
+
+/* Two pairs on private pages, one pair across processes through a file
+ * page, and one access too late for the window. */
+static const struct acc accs[] = {
+	{ 1, 0, 0, 0x1000, 0, 1 * MS }, { 2, 0, 0, 0x1008, 0, 2 * MS },
+	{ 3, 0, 0, 0x5000, 0, 3 * MS }, { 4, 0, 0, 0x5100, 0, 4 * MS },
+	{ 1, 0, 0, 0x1010, 0, 5 * MS }, { 5, 8, 99, 0x40, 1, 6 * MS },
+	{ 6, 8, 99, 0x80, 1, 7 * MS }, { 2, 0, 0, 0x1000, 0, 900 * MS },
+};
+#define NACC ((int)(sizeof(accs) / sizeof(accs[0])))
+
+static void key_of(const struct acc *a, struct cm_block_key *k)
+{
+	if (a->shared)
+		cm_block_key_shared(k, a->space, a->inode, a->addr);
+	else
+		cm_block_key_private(k, a->space, a->addr);
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = calloc(1, 1 << 16);
+
+	*len = f && buf ? fread(buf, 1, (1 << 16) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	return buf;
+}
+
+static void test_round_trip(const char *path)
+{
+	struct cm_detect_config cfg = { 4096, 1024, 100 * MS };
+	struct cm_detect_table *t = cm_detect_table_new(&cfg, NULL);
+	struct cm_matrix *direct = cm_matrix_new(0);
+	struct cm_recorder *r = cm_record_open(path, NULL);
+	struct cm_topo *topo = NULL;
+	struct cm_replay rp;
+	struct cm_error err = { "" };
+	size_t len;
+	char *text;
+
+	ok(r != NULL, "the recorder creates the file");
+	cm_record_detect(r, &cfg);
+	for (int i = 0; i < 7; i++)
+		cm_record_thread(r, i, 100 + (i > 4), 200 + i, i > 4, i);
+	for (int i = 0; i < NACC; i++) {
+		struct cm_block_key k;
+
+		key_of(&accs[i], &k);
+		/* read-only: the sharer table alone (evidence.h), so the
+		 * replayed matrix is the table's */
+		cm_record_access(r, accs[i].thread, &k, 0, CM_REF_READONLY,
+				 accs[i].t);
+		cm_detect_access(t, direct, accs[i].thread, &k, accs[i].t);
+	}
+	cm_topo_load_synthetic(&topo, "pack:2 core:2 pu:2", NULL);
+	ok(cm_record_close(r, topo, 1, "dynamic", &err) == 0,
+	   "the recorder closes cleanly (%s)", err.text);
+	text = slurp(path, &len);
+	ok(cm_replay_parse(text, len, &rp, &err) == 0, "read back (%s)",
+	   err.text);
+	is_int(rp.nthreads, 7, "7 threads");
+	ok(rp.threads[5].pid == 101 && rp.threads[5].tid == 205 &&
+	   rp.threads[5].rank == 1 && rp.threads[5].index == 5 &&
+	   rp.threads[5].known, "a thread's identity");
+	is_int((int)rp.accesses, NACC, "every access");
+	ok(cm_matrix_cosine(rp.m, direct) > 0.999999 &&
+	   cm_matrix_total(rp.m) == cm_matrix_total(direct),
+	   "the matrix of the accesses fed straight to the table");
+	ok(cm_matrix_get(rp.m, 1, 2) == 2 && cm_matrix_get(rp.m, 3, 4) == 1 &&
+	   cm_matrix_get(rp.m, 5, 6) == 1 && cm_matrix_get(rp.m, 1, 3) == 0,
+	   "the pairs, the shared page across processes, the window");
+	ok(rp.synthetic && strstr(rp.synthetic, "PU:2") && rp.cpuset &&
+	   strcmp(rp.cpuset, "0-7") == 0 && rp.dry_run && rp.complete &&
+	   strcmp(rp.mode, "dynamic") == 0, "the trailer (%s, %s)",
+	   rp.synthetic ? rp.synthetic : "-", rp.cpuset ? rp.cpuset : "-");
+	cm_replay_free(&rp);
+
+	/* Cut before the trailer: read, marked incomplete. */
+	text[strstr(text, "topology") - text] = '\0';
+	ok(cm_replay_parse(text, strlen(text), &rp, &err) == 0 && !rp.complete &&
+	   !rp.synthetic && rp.accesses == NACC, "a cut recording is read, "
+	   "incomplete");
+	cm_replay_free(&rp);
+	free(text);
+	cm_topo_free(topo);
+	cm_matrix_free(direct);
+	cm_detect_table_free(t);
+}
+
+struct bad_case {
+	const char *text, *want;
+};
+
+static const struct bad_case bad[] = {
+	{ "", "ends inside its header" },
+	{ "commap-recording 3\n", "line 1: unsupported version" },
+	{ "commap-matrix 1\n", "line 1: not a commap recording" },
+	{ "commap-recording 1\nstart x 1\n", "line 2: want 'start" },
+	{ "commap-recording 1\nstart 1 2\ndetect 100 1024 0\n",
+	  "line 3: detect: the table's configuration" },
+	{ "commap-recording 1\nstart 1 2\ndetect 4096 4194304 0\n",
+	  "line 3: want 'detect" },
+	{ "commap-recording 1\nstart 1 2\ndetect 4096 1024 0\na 1 4096 0 0 0 0\n",
+	  "line 4: want 'a TIME" },
+	{ "commap-recording 1\nstart 1 2\ndetect 4096 1024 0\na 1 0 0 0 0 2\n",
+	  "line 4: want 'a TIME" },
+	{ "commap-recording 1\nstart 1 2\ndetect 4096 1024 0\nthread 0 1 1 0\n",
+	  "line 4: want 'thread" },
+	{ "commap-recording 1\nstart 1 2\ndetect 4096 1024 0\n"
+	  "thread 0 1 1 0 0\nthread 0 1 1 0 0\n", "line 5: a second 'thread'" },
+	{ "commap-recording 1\nstart 1 2\ndetect 4096 1024 0\nfoo\n",
+	  "line 4: unknown line" },
+	{ "commap-recording 1\nstart 1 2\ndetect 4096 1024 0\nend\na 1 0 0 0 0 0\n",
+	  "line 5: text after 'end'" },
+	{ "commap-recording 1\nstart 1 2\ndetect 4096 1024 0\n\n",
+	  "line 4: empty line" },
+	{ "commap-recording 1\nstart 1 2\ndetect 4096 1024 0\ncpuset 1\n"
+	  "cpuset 2\n", "line 5: given twice" },
+};
+
+static void test_bad(void)
+{
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct cm_replay rp;
+		struct cm_error err = { "" };
+		int rc = cm_replay_parse(bad[i].text, strlen(bad[i].text), &rp,
+					 &err);
+
+		ok(rc < 0 && errno == EINVAL && strstr(err.text, bad[i].want) &&
+		   !rp.m, "refused: %s (%s)", bad[i].want, err.text);
+	}
+}
+
+static void test_dropped(void)
+{
+	const char *text = "commap-recording 1\nstart 1 2\ndetect 4096 1024 0\n"
+			   "dry_run 0\ndropped 12\nend\n";
+	struct cm_replay rp;
+	struct cm_error err = { "" };
+
+	ok(cm_replay_parse(text, strlen(text), &rp, &err) == 0 &&
+	   rp.dropped == 12 && rp.complete && rp.nthreads == 0,
+	   "the size limit's count is read (%s)", err.text);
+	cm_replay_free(&rp);
+}
+
+int main(void)
+{
+	char path[] = "/tmp/commap-test-record.XXXXXX";
+	int fd = mkstemp(path);
+
+	ok(fd >= 0, "a scratch file");
+	close(fd);
+	test_round_trip(path);
+	test_bad();
+	test_dropped();
+	unlink(path);
+	return done_testing();
+}
