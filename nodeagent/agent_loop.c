@@ -885,7 +885,6 @@ static void interval_end(struct agent *a)
 	if (a->mode != CM_AGENT_MODE_DYNAMIC || !a->topo ||
 	    (!a->pin_ok && !a->dry_run) || !a->fresh)
 		return;
-	ag_guard_mark(a);
 	in.partners_changed = ag_partners_compare(a, 1);
 	if (ag_live_set_build(a, &s) < 0)
 		goto out;
@@ -908,6 +907,8 @@ static void interval_end(struct agent *a)
 	if (d.compute && !ag_guard_holding(a) &&
 	    ag_remap(a, &s, sub, d.reason) == CM_REMAP_FULL)
 		a->recheck = 0;
+	/* the progress guard's window before the next mapping starts now */
+	ag_guard_mark(a);
 	a->interval_ms = d.next_interval_ms;
 	/* LHMapping §3.4.1: age after each grouping computation (for the
 	 * time since the last aging: checkpoints age too). */
