@@ -38,6 +38,9 @@ tests_unit_test_perf_sample_t_LDADD = $(AGENT_TEST_LDADD)
 tests_unit_test_detect_table_t_SOURCES = tests/unit/test_detect_table.c
 tests_unit_test_detect_table_t_CFLAGS = $(AGENT_TEST_CFLAGS)
 tests_unit_test_detect_table_t_LDADD = $(AGENT_TEST_LDADD)
+# Evidence from every sample, live and replayed (needs the workloads).
+TESTS += tests/agent/t0790-overlap.sh
+EXTRA_DIST += tests/agent/t0790-overlap.sh
 tests_unit_test_detect_overlap_t_SOURCES = tests/unit/test_detect_overlap.c
 tests_unit_test_detect_overlap_t_CFLAGS = $(AGENT_TEST_CFLAGS)
 tests_unit_test_detect_overlap_t_LDADD = $(AGENT_TEST_LDADD) -lm

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,9 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+/* --yield-every: words between two sched_yield calls (0: none). */
+static size_t wl_yield_words;
 
 static const char *const wl_patterns[] = {
 	"pairs", "phases", "ring", "stencil", "clusters", "all2all",
@@ -43,6 +47,8 @@ static void wl_usage(FILE *f, const char *prog, const char *extra)
 		"  --truth2 FILE        ground truth of phase 2 (phases)\n"
 		"  --truth-map FILE     lines 'i rank index pid tid'\n"
 		"  --report-time        print elapsed_s=S cpu_s=S at the end\n"
+		"  --yield-every P      sched_yield after every P pages of a "
+		"buffer pass\n"
 		"%s", prog, extra ? extra : "");
 }
 
@@ -90,7 +96,7 @@ void wl_parse(struct wl_opts *o, int argc, char **argv, const char *prog,
 		{"truth1", 1, 0, '1'}, {"truth2", 1, 0, 'T'},
 		{"truth-map", 1, 0, 'm'},
 		{"report-time", 0, 0, 'r'}, {"help", 0, 0, 'h'},
-		{"cpu-seconds", 1, 0, 'c'},
+		{"cpu-seconds", 1, 0, 'c'}, {"yield-every", 1, 0, 'y'},
 		{0, 0, 0, 0}
 	};
 	int c, seconds_given = 0;
@@ -144,6 +150,13 @@ void wl_parse(struct wl_opts *o, int argc, char **argv, const char *prog,
 		case 'T': o->truth2 = optarg; break;
 		case 'm': o->truth_map = optarg; break;
 		case 'r': o->report_time = 1; break;
+		case 'y':
+			v = wl_number(prog, "--yield-every", optarg);
+			if (v < 1 || v != (int)v)
+				wl_die(prog, "--yield-every %s: need >= 1",
+				       optarg);
+			wl_yield_words = (size_t)v * 512;
+			break;
 		case 'h': wl_usage(stdout, prog, usage_extra); exit(0);
 		default: wl_usage(stderr, prog, usage_extra); exit(2);
 		}
@@ -405,20 +418,28 @@ pid_t wl_gettid(void)
 }
 
 /* One whole buffer: stores by the writer, loads by the reader (plain
- * indexed moves, which the agent's decoder turns into addresses). */
+ * indexed moves, which the agent's decoder turns into addresses); with
+ * --yield-every, a sched_yield after every so many pages (threads of a
+ * real code that wait or call the system between accesses). */
 static uint64_t wl_pass(volatile uint64_t *b, size_t words, int writes,
 			uint64_t seq)
 {
 	uint64_t sum = 0;
+	size_t step = wl_yield_words ? wl_yield_words : words;
 
-	if (writes) {
-		for (size_t i = 0; i < words; i++)
-			b[i] = seq + i;
-		return seq;
+	for (size_t lo = 0; lo < words; lo += step) {
+		size_t hi = words - lo > step ? lo + step : words;
+
+		if (writes)
+			for (size_t i = lo; i < hi; i++)
+				b[i] = seq + i;
+		else
+			for (size_t i = lo; i < hi; i++)
+				sum += b[i];
+		if (wl_yield_words)
+			sched_yield();
 	}
-	for (size_t i = 0; i < words; i++)
-		sum += b[i];
-	return sum;
+	return writes ? seq : sum;
 }
 
 /* Register-only arithmetic of about the cost of one buffer pass. */
