@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -39,6 +40,7 @@ struct remote_args {
 	const char *output;
 	int color;			/* -1 auto, 0 never, 1 always */
 	const char *id;			/* report: JOBID operand */
+	char since_utc[32], until_utc[32];	/* --since/--until, UTC */
 };
 
 static const struct option remote_options[] = {
@@ -73,9 +75,12 @@ void cmd_jobs_help(FILE *f)
 	      "  --user U           only jobs of user U\n"
 	      "  --app A            only runs of application A (basename or "
 	      "path)\n"
-	      "  --since T, --until T  start time from/before T "
-	      "(YYYY-MM-DD or UTC\n"
-	      "                     YYYY-MM-DDTHH:MM:SSZ)\n"
+	      "  --since T, --until T  start time from/before T, in UTC: "
+	      "YYYY-MM-DD,\n"
+	      "                     YYYY-MM-DDTHH:MM[:SS], now, today, "
+	      "yesterday,\n"
+	      "                     now-COUNT[seconds|minutes|hours|days|"
+	      "weeks]\n"
 	      "  --limit N          at most N jobs (1..1000, default 100)\n"
 	      "  --format text|json text table (default) or the service's "
 	      "JSON\n", f);
@@ -99,15 +104,18 @@ void cmd_apps_help(FILE *f)
 
 void cmd_report_help(FILE *f)
 {
-	fputs("usage: commap report JOBID [--step S] [--node N]\n"
+	fputs("usage: commap report JOBID[.STEP] [--step S] [--node N]\n"
 	      "                     [--format text|json|svg|html] "
 	      "[--output FILE]\n"
 	      "                     [--color auto|always|never] "
 	      "[--service URL]\n\n"
 	      "A job's report from the service.  JOBID is a Slurm job id, "
 	      "or rID for a\nresult stored without a job (see 'commap "
-	      "jobs').\n\n"
-	      "  --step S, --node N only the results of this step / node\n"
+	      "jobs'); JOBID.STEP as sacct writes it\n(6.0, 6.batch) "
+	      "is JOBID --step STEP.\n\n"
+	      "  --step S, --node N only the results of this step (a "
+	      "number, batch,\n"
+	      "                     extern, interactive) / node\n"
 	      "  --format FORMAT    text (default): summary, heatmap of the "
 	      "communication\n"
 	      "                     matrix, final mapping per core; json: "
@@ -153,26 +161,40 @@ static int parse_color(const char *cmd, const char *s, int *out)
 	return 0;
 }
 
+/* --since/--until in sacct's forms, sent to the service as UTC. */
+static int parse_time(const char *cmd, const char *opt, char buf[32],
+		      const char **out)
+{
+	char why[256];
+
+	if (remote_parse_time(optarg, time(NULL), buf, 32, why, sizeof(why)))
+		return cli_usage_error(cmd, "%s: %s", opt, why);
+	*out = buf;
+	return 0;
+}
+
 static int remote_option(const char *cmd, int c, struct remote_args *a,
 			 char *argv[])
 {
-	uint64_t v;
-
 	switch (c) {
 	case OPT_SERVICE: a->service = optarg; return 0;
 	case OPT_USER: a->user = optarg; return 0;
 	case OPT_APP: a->app = optarg; return 0;
-	case OPT_SINCE: a->since = optarg; return 0;
-	case OPT_UNTIL: a->until = optarg; return 0;
+	case OPT_SINCE:
+		return parse_time(cmd, "--since", a->since_utc, &a->since);
+	case OPT_UNTIL:
+		return parse_time(cmd, "--until", a->until_utc, &a->until);
 	case OPT_NODE: a->node = optarg; return 0;
 	case OPT_OUTPUT: a->output = optarg; return 0;
 	case OPT_LIMIT:
 		return cli_parse_int("--limit", optarg, 1, 1000, &a->limit) ?
 			CLI_EXIT_USAGE : 0;
 	case OPT_STEP:
-		if (cli_parse_u64("--step", optarg, 0, UINT32_MAX, &v))
-			return CLI_EXIT_USAGE;
-		a->step = (long long)v;
+		a->step = cm_report_step_parse(optarg);
+		if (a->step < 0)
+			return cli_usage_error(cmd, "--step: '%s' is not a "
+					       "step (a number, batch, extern "
+					       "or interactive)", optarg);
 		return 0;
 	case OPT_FORMAT:
 		return parse_format(cmd, optarg, !strcmp(cmd, "report"),
@@ -541,15 +563,33 @@ int cmd_apps(int argc, char *argv[])
 
 /* "/v1/jobs/N" or, for rN, "/v1/results/N"; what names it for errors. */
 static int report_path(const char *id, char *path, size_t size, char *what,
-		       size_t wsize)
+		       size_t wsize, long long *step)
 {
 	uint64_t n;
 	int result = id[0] == 'r';
+	char job[32];
+	const char *dot = strchr(id, '.');
 
+	/* JOBID.STEP as sacct writes it: 6.0, 6.batch */
+	if (dot && !result && (size_t)(dot - id) < sizeof(job)) {
+		long long s = cm_report_step_parse(dot + 1);
+
+		if (s < 0)
+			return cli_usage_error("report", "'%s': the step after "
+					       "the dot must be a number, batch, "
+					       "extern or interactive", id);
+		if (*step >= 0 && *step != s)
+			return cli_usage_error("report", "'%s' and --step name "
+					       "different steps", id);
+		*step = s;
+		snprintf(job, sizeof(job), "%.*s", (int)(dot - id), id);
+		id = job;
+	}
 	if (cli_parse_u64("JOBID", id + result, result ? 1 : 0, UINT32_MAX,
 			  &n))
-		return cli_usage_error("report", "JOBID must be a job id or "
-				       "rID (a result id)");
+		return cli_usage_error("report", "JOBID must be a job id, "
+				       "JOBID.STEP (6.0, 6.batch) or rID (a "
+				       "result id)");
 	snprintf(path, size, "%s%llu", result ? "/v1/results/" : "/v1/jobs/",
 		 (unsigned long long)n);
 	snprintf(what, wsize, "%s %llu", result ? "result" : "job",
@@ -579,8 +619,12 @@ static int select_results(json_t *doc, const struct remote_args *a,
 	}
 	if (json_array_size(results))
 		return 0;
-	if (a->step >= 0)
-		snprintf(step, sizeof(step), " for step %lld", a->step);
+	if (a->step >= 0) {
+		char name[24];
+
+		snprintf(step, sizeof(step), " for step %s",
+			 cm_report_step_name(a->step, name, sizeof(name)));
+	}
 	cli_error("%s has no result%s%s%s", what, step,
 		  a->node ? " on node " : "", a->node ? a->node : "");
 	return -1;
@@ -709,7 +753,8 @@ int cmd_report(int argc, char *argv[])
 	rv = remote_parse("report", argc, argv, &a);
 	if (rv)
 		return rv < 0 ? CLI_EXIT_OK : rv;
-	rv = report_path(a.id, path, sizeof(path), what, sizeof(what));
+	rv = report_path(a.id, path, sizeof(path), what, sizeof(what),
+			 &a.step);
 	if (rv)
 		return rv;
 	base = remote_service_url(a.service);

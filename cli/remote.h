@@ -48,6 +48,16 @@ size_t remote_count_pins(const json_t *migrations, int moved);
 /* URL-escape s into a malloc'ed string (NULL on ENOMEM). */
 char *remote_escape(const char *s);
 
+/* A --since/--until time (remote_time.c, docs/cli.md): YYYY-MM-DD,
+ * YYYY-MM-DDTHH:MM[:SS][Z] (UTC), now, today, yesterday (00:00 UTC), or
+ * now-COUNT[UNIT] / now+COUNT[UNIT] (seconds, minutes, hours, days,
+ * weeks; a bare count is seconds), relative to now.  Writes
+ * "YYYY-MM-DDTHH:MM:SSZ" to out: 0; -1 with a message in why (an
+ * impossible date such as 2026-02-31 is refused, not rolled over). */
+#include <time.h>
+int remote_parse_time(const char *s, time_t now, char *out, size_t size,
+		      char *why, size_t wsize);
+
 /* Terminal rendering of one commap-result document (the text report):
  * summary, heatmap, final mapping per core.  width: the terminal's
  * columns; color: use 24-bit colour escapes.  0 or -1 (write error). */

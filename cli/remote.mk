@@ -4,7 +4,7 @@
 # (HAVE_CURL/HAVE_MUNGE in config.h); without them the commands say why
 # and exit 1.  --format svg|html use the report library (report/render.h).
 cli_commap_SOURCES += cli/cmd_remote.c cli/remote.h cli/remote_http.c \
-	cli/remote_text.c cli/cmd_check.c
+	cli/remote_text.c cli/remote_time.c cli/cmd_check.c
 cli_commap_CFLAGS += -DCOMMAP_SYSCONFDIR='"$(sysconfdir)"'
 if HAVE_CURL
 if HAVE_MUNGE

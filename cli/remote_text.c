@@ -12,6 +12,7 @@
 
 #include "commap/topology.h"
 #include "remote.h"
+#include "render.h"
 
 #define LABEL_MAX 16
 
@@ -20,7 +21,17 @@ struct text_result {
 	int n;				/* threads */
 	char (*label)[LABEL_MAX];	/* "rank.thread" or "thread" */
 	int *final_pu;			/* OS index or -1 */
+	/* Display order, rank-major (report/render.h): order[k] is the
+	 * document index of the k-th thread shown, pos[i] its inverse. */
+	int *order, *pos;
+	long long *tid;			/* -1 when absent */
 };
+
+/* The label of the k-th thread shown. */
+static const char *shown_label(const struct text_result *r, int k)
+{
+	return r->label[r->order[k]];
+}
 
 /* ---- small helpers ------------------------------------------------------- */
 
@@ -97,18 +108,49 @@ static void final_mapping(struct text_result *r)
 	}
 }
 
+/* The report library's display order; document order if it refuses the
+ * document (the service validated it, so only a bare file can). */
+static void display_order(struct text_result *r)
+{
+	struct cm_report *rep = NULL;
+	int i;
+
+	if (cm_report_parse(&rep, r->doc, NULL) == 0 && rep->nthreads == r->n)
+		for (i = 0; i < r->n; i++)
+			r->order[i] = rep->order[i];
+	else
+		for (i = 0; i < r->n; i++)
+			r->order[i] = i;
+	for (i = 0; i < r->n; i++)
+		r->pos[r->order[i]] = i;
+	cm_report_free(rep);
+}
+
 static int text_result_init(struct text_result *r, const json_t *doc)
 {
 	const json_t *threads = json_object_get(doc, "threads");
+	size_t n1;
+	int i;
 
 	r->doc = doc;
 	r->n = (int)json_array_size(threads);
-	r->label = calloc((size_t)r->n + 1, sizeof(*r->label));
-	r->final_pu = calloc((size_t)r->n + 1, sizeof(*r->final_pu));
-	if (!r->label || !r->final_pu)
+	n1 = (size_t)r->n + 1;
+	r->label = calloc(n1, sizeof(*r->label));
+	r->final_pu = calloc(n1, sizeof(*r->final_pu));
+	r->order = calloc(n1, sizeof(*r->order));
+	r->pos = calloc(n1, sizeof(*r->pos));
+	r->tid = calloc(n1, sizeof(*r->tid));
+	if (!r->label || !r->final_pu || !r->order || !r->pos || !r->tid)
 		return -1;
 	make_labels(r, threads);
 	final_mapping(r);
+	display_order(r);
+	for (i = 0; i < r->n; i++) {
+		const json_t *t = json_object_get(json_array_get(threads,
+						  (size_t)i), "tid");
+
+		r->tid[i] = json_is_integer(t) ? json_integer_value(t) : -1;
+	}
 	return 0;
 }
 
@@ -116,14 +158,18 @@ static void text_result_free(struct text_result *r)
 {
 	free(r->label);
 	free(r->final_pu);
+	free(r->order);
+	free(r->pos);
+	free(r->tid);
 }
 
 /* ---- summary ------------------------------------------------------------- */
 
 /* Whether the run started from a learned model (issue 7; the agent's
  * "model" field, absent when it did not look for one). */
-static void print_model_used(FILE *out, const json_t *m)
+static void print_model_used(FILE *out, const json_t *doc)
 {
+	const json_t *m = json_object_get(doc, "model");
 	const json_t *d = json_object_get(m, "distance");
 	long long runs = (long long)json_integer_value(json_object_get(m,
 								       "runs"));
@@ -131,11 +177,12 @@ static void print_model_used(FILE *out, const json_t *m)
 	if (!m)
 		return;
 	if (!json_is_true(json_object_get(m, "used"))) {
-		const char *why = json_string_value(json_object_get(m,
-								    "reason"));
+		char buf[512];
+		const char *why = cm_report_model_reason(doc, buf,
+							 sizeof(buf));
 
-		fprintf(out, "  model        not used%s%s\n", why ? ": " : "",
-			why ? why : "");
+		fprintf(out, "  model        not used%s%s\n", *why ? ": " : "",
+			why);
 		return;
 	}
 	fprintf(out, "  model        started from model %lld (%lld run%s)",
@@ -144,6 +191,19 @@ static void print_model_used(FILE *out, const json_t *m)
 	if (json_is_number(d))
 		fprintf(out, ", distance %.3f", json_number_value(d));
 	fputc('\n', out);
+}
+
+/* What happened and why, first (report/render_outcome.c): the headline,
+ * then warnings, guard decisions, thin evidence, the model. */
+static void print_outcome(FILE *out, const json_t *doc)
+{
+	json_t *lines = cm_report_outcome(doc), *l;
+	size_t i;
+
+	json_array_foreach(lines, i, l)
+		fprintf(out, "  %s %s\n", i ? "  " : "=>",
+			json_string_value(json_object_get(l, "text")));
+	json_decref(lines);
 }
 
 static void print_identity(FILE *out, const json_t *doc)
@@ -155,15 +215,19 @@ static void print_identity(FILE *out, const json_t *doc)
 	const char *cluster = json_string_value(json_object_get(doc,
 								"cluster"));
 
+	char step[24];
+
 	if (json_is_integer(job))
-		fprintf(out, "job %lld step %lld on %s%s%s%s\n",
+		fprintf(out, "job %lld step %s on %s%s%s%s\n",
 			(long long)json_integer_value(job),
-			(long long)json_integer_value(
-				json_object_get(id, "step")),
+			cm_report_step_name((long long)json_integer_value(
+				json_object_get(id, "step")), step,
+				sizeof(step)),
 			jstr(id, "node"), cluster ? " (cluster " : "",
 			cluster ? cluster : "", cluster ? ")" : "");
 	else
 		fprintf(out, "run outside Slurm on %s\n", jstr(id, "node"));
+	print_outcome(out, doc);
 	fprintf(out, "  user         %s (uid %lld)\n", jstr(id, "user"),
 		(long long)json_integer_value(json_object_get(id, "uid")));
 	fprintf(out, "  executable   %s\n", jstr(id, "executable"));
@@ -176,7 +240,7 @@ static void print_identity(FILE *out, const json_t *doc)
 						json_array_get(argv, i)) : "?");
 		fputc('\n', out);
 	}
-	print_model_used(out, json_object_get(doc, "model"));
+	print_model_used(out, doc);
 }
 
 
@@ -191,25 +255,6 @@ size_t remote_count_pins(const json_t *migrations, int moved)
 		k += moved ? from >= 0 : from < 0;
 	}
 	return k;
-}
-
-/* Why nothing was pinned, and the progress guard's undos
- * (docs/agent.md, docs/result-format.md). */
-static void print_placement_notes(FILE *out, const json_t *doc)
-{
-	const json_t *tl = json_object_get(doc, "timeline");
-	const char *np = jstr(doc, "not_pinned");
-
-	if (np)
-		fprintf(out, "  not pinned   %s\n", np);
-	for (size_t k = 0; k < json_array_size(tl); k++) {
-		const json_t *e = json_array_get(tl, k);
-		const char *why = jstr(e, "reason"), *note = jstr(e, "note");
-
-		if (why && strcmp(why, "guard-undo") == 0)
-			fprintf(out, "  guard        mapping undone at %.2f s: "
-				"%s\n", jnum(e, "t", 0), note ? note : "");
-	}
 }
 
 static void print_summary(FILE *out, const struct text_result *r)
@@ -250,7 +295,6 @@ static void print_summary(FILE *out, const struct text_result *r)
 		remote_count_pins(json_object_get(doc, "migrations"), 0),
 		remote_count_pins(json_object_get(doc, "migrations"), 1),
 		json_array_size(json_object_get(doc, "timeline")));
-	print_placement_notes(out, doc);
 }
 
 /* ---- heatmap ------------------------------------------------------------- */
@@ -275,8 +319,8 @@ static double *bucket_matrix(const struct text_result *r, int k, int m,
 
 		if (i < 0 || j < 0 || i >= r->n || j >= r->n || !(x > 0))
 			continue;
-		bi = (int)(i / k);
-		bj = (int)(j / k);
+		bi = r->pos[i] / k;
+		bj = r->pos[j] / k;
 		w[(size_t)bi * m + bj] += x;
 		if (bi != bj)
 			w[(size_t)bj * m + bi] += x;
@@ -339,12 +383,12 @@ static void print_col_labels(FILE *out, const struct text_result *r, int k,
 	int b;
 
 	for (b = 0; b < m; b++)
-		if (strlen(r->label[b * k]) > len)
-			len = strlen(r->label[b * k]);
+		if (strlen(shown_label(r, b * k)) > len)
+			len = strlen(shown_label(r, b * k));
 	for (row = 0; row < len; row++) {
 		fprintf(out, "%*s ", lw, "");
 		for (b = 0; b < m; b++) {
-			const char *l = r->label[b * k];
+			const char *l = shown_label(r, b * k);
 
 			fprintf(out, "%-*c", cw,
 				row < strlen(l) ? l[row] : ' ');
@@ -383,10 +427,17 @@ static void print_heatmap(FILE *out, const struct text_result *r,
 		fprintf(out, "; %d threads wider than the terminal: "
 			"aggregated in buckets of %d threads, labelled by "
 			"their first", r->n, k);
-	fputs(max > 0 ? "\n" : "\n  (no communication recorded)\n", out);
+	if (!(max > 0)) {
+		/* no grid of blanks and a scale of zeros: say it */
+		fputs("\n  no communication recorded between these threads\n",
+		      out);
+		free(w);
+		return;
+	}
+	fputc('\n', out);
 	print_col_labels(out, r, k, m, lw, cw);
 	for (i = 0; i < m; i++) {
-		fprintf(out, "%*s ", lw, r->label[i * k]);
+		fprintf(out, "%*s ", lw, shown_label(r, i * k));
 		for (j = 0; j < m; j++)
 			print_cell(out, w[(size_t)i * m + j], max, cw,
 				   o->color);
@@ -423,13 +474,18 @@ static int core_of_pu(const struct cm_topo *t, int pu)
 
 static void print_threads_on(FILE *out, const struct text_result *r, int os)
 {
-	int i, any = 0;
+	int k, any = 0;
 
-	for (i = 0; i < r->n; i++)
-		if (r->final_pu[i] == os) {
-			fprintf(out, " %s", r->label[i]);
-			any = 1;
-		}
+	for (k = 0; k < r->n; k++) {
+		int i = r->order[k];
+
+		if (r->final_pu[i] != os)
+			continue;
+		fprintf(out, " %s", r->label[i]);
+		if (r->tid[i] >= 0)	/* the tid ps, top and gdb show */
+			fprintf(out, " (tid %lld)", r->tid[i]);
+		any = 1;
+	}
 	if (!any)
 		fputs(" -", out);
 }

@@ -11,7 +11,8 @@ report_librender_la_SOURCES = \
 	report/render_topology.c \
 	report/render_migrations.c \
 	report/render_html.c \
-	report/render_model.c
+	report/render_model.c \
+	report/render_outcome.c
 report_librender_la_CPPFLAGS = $(AM_CPPFLAGS) $(REPORT_CPPFLAGS)
 report_librender_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 report_librender_la_LIBADD = lib/libcommap.la $(JANSSON_LIBS) -lm

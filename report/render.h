@@ -60,6 +60,10 @@ struct cm_report {
 	const json_t *doc;	/* the document (a reference is held) */
 	int nthreads;
 	struct cm_report_thread *threads;
+	/* Display order, rank-major then thread (r0.t0 r0.t1 r1.t0 ...)
+	 * whatever the document's order: order[k] is the index of the k-th
+	 * thread shown, pos[i] where thread i is shown. */
+	int *order, *pos;
 	/* Symmetric communication matrix, nthreads * nthreads row-major,
 	 * summed over duplicate edges; diagonal 0.  NULL when nthreads is 0
 	 * or above 1024 (8 MiB): then read the document's edges directly,
@@ -199,6 +203,32 @@ int cm_render_app_models_html(FILE *out, const char *app, const json_t *info,
 int cm_render_model_html(FILE *out, const json_t *model,
 			 const struct cm_render_opts *opts,
 			 struct cm_error *err);
+
+/* ---- what happened (docs/reports.md "What happened") ------------------- */
+
+/* What happened to a result and why, for the top of every report: a new
+ * JSON array of {"kind": K, "text": T}, the headline first (kind
+ * "outcome": pinned, dry run, or nothing pinned and the main reason), then
+ * "warning" (each of the result's warnings), "not-pinned", "guard"
+ * (progress guard decisions), "evidence" (fewer than 1000 decoded samples
+ * and faults, or fewer than 100 communication events), "model" (no
+ * learned model, and why).  doc is a commap-result document.  NULL on
+ * ENOMEM. */
+json_t *cm_report_outcome(const json_t *doc);
+
+/* Why no learned model was used, readable: the service's internal key
+ * (exe_hash=... argv_shape=...) becomes the application's name and
+ * command line.  Returns the document's reason, buf, or "". */
+const char *cm_report_model_reason(const json_t *doc, char *buf,
+				   size_t size);
+
+/* A Slurm step id as sacct writes it: "batch", "extern", "interactive"
+ * for Slurm's special ids, else the number in buf. */
+const char *cm_report_step_name(long long step, char *buf, size_t size);
+
+/* The inverse: "batch", "extern", "interactive" or a number 0..2^32-1;
+ * -1 for anything else. */
+long long cm_report_step_parse(const char *s);
 
 /* ---- helpers ----------------------------------------------------------- */
 

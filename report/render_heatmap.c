@@ -19,8 +19,9 @@
 #define LEGEND_W 110
 #define SMALL_N 32		/* below: a <title> per cell */
 
-/* A perceptually ordered ramp (viridis-like), light to dark is not
- * needed: 0 communication is drawn as the pale background instead. */
+/* A perceptually ordered ramp (viridis-like), drawn from light (level 0,
+ * little communication) to dark (the strongest edge), as readers of a
+ * heatmap expect; 0 communication is the pale background. */
 static const unsigned char ramp[][3] = {
 	{ 68, 1, 84 }, { 59, 82, 139 }, { 33, 145, 140 },
 	{ 94, 201, 98 }, { 253, 231, 37 },
@@ -29,7 +30,8 @@ static const unsigned char ramp[][3] = {
 
 static void colour_of(int level, char buf[8])
 {
-	double x = (double)level / (NCOLOURS - 1) * (NRAMP - 1);
+	double x = (double)(NCOLOURS - 1 - level) / (NCOLOURS - 1) *
+		   (NRAMP - 1);
 	int k = (int)x;
 	double f;
 	int c[3], i;
@@ -73,7 +75,12 @@ static int heat_bin(struct heat *h, const struct cm_report *r)
 		int a = (int)json_integer_value(json_array_get(e, 0));
 		int b = (int)json_integer_value(json_array_get(e, 1));
 		double w = json_number_value(json_array_get(e, 2));
-		int x = a / h->bin, y = b / h->bin;
+		int x, y;
+
+		if (a < 0 || b < 0 || a >= h->n || b >= h->n)
+			continue;	/* parse_edges refused those already */
+		x = r->pos[a] / h->bin;
+		y = r->pos[b] / h->bin;
 
 		h->v[(size_t)x * h->g + y] += w;
 		if (x != y)
@@ -185,8 +192,8 @@ static void heat_cells(FILE *out, const struct heat *h,
 				y * h->cell, run * h->cell, h->cell);
 			if (h->g <= SMALL_N && h->bin == 1) {
 				fprintf(out, "><title>%s \xe2\x86\x94 %s: ",
-					r->threads[y].label,
-					r->threads[x].label);
+					r->threads[r->order[y]].label,
+					r->threads[r->order[x]].label);
 				rd_number(out, v);
 				fputs("</title></rect>\n", out);
 			} else {
@@ -209,7 +216,8 @@ static void heat_rank_lines(FILE *out, const struct heat *h,
 	fprintf(out, "<g class=\"ranks\" stroke=\"#fff\" stroke-width=\"0.6\" "
 		"transform=\"translate(%d,%d)\">\n", MARGIN_LEFT, MARGIN_TOP);
 	for (i = 1; i < r->nthreads; i++) {
-		if (r->threads[i].rank == r->threads[i - 1].rank)
+		if (r->threads[r->order[i]].rank ==
+		    r->threads[r->order[i - 1]].rank)
 			continue;
 		fprintf(out, "<line x1=\"%d\" y1=\"0\" x2=\"%d\" y2=\"%d\"/>"
 			"<line x1=\"0\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>\n",
@@ -230,7 +238,7 @@ static void heat_labels(FILE *out, const struct heat *h,
 		max_labels > 40 ? 8 : 10);
 	for (i = 0; i < h->n; i += step) {
 		double pos = i * px_per_thread + (h->bin == 1 ? half : 0);
-		const char *l = r->threads[i].label;
+		const char *l = r->threads[r->order[i]].label;
 
 		fprintf(out, "<text class=\"row\" x=\"%d\" y=\"%.1f\" "
 			"text-anchor=\"end\" dominant-baseline=\"middle\">%s"

@@ -20,6 +20,9 @@ static const char CSS[] =
 	"nav a{margin-right:1em}code{font-size:.95em}"
 	".fig{overflow-x:auto;margin:.5em 0 1.5em}"
 	"form label{margin-right:1em}.muted{color:#666}"
+	"ul.outcome{padding:.4em 1.6em;background:#f7f7f2;"
+	"border-left:4px solid #888}ul.outcome li.outcome{font-weight:bold}"
+	"ul.outcome li.warning{color:#a33}"
 	".cols{display:flex;flex-wrap:wrap;gap:0 2.5em;align-items:flex-start}";
 
 static void esc(FILE *out, const char *s)
@@ -158,8 +161,9 @@ static void placement_notes(FILE *out, const json_t *doc)
 
 /* Whether the run started from a learned model (the agent's "model"
  * field; absent: it did not look for one). */
-static void model_used(FILE *out, const json_t *m)
+static void model_used(FILE *out, const json_t *doc)
 {
+	const json_t *m = json_object_get(doc, "model");
 	const json_t *d = json_object_get(m, "distance");
 	json_int_t runs = json_integer_value(json_object_get(m, "runs"));
 
@@ -171,10 +175,12 @@ static void model_used(FILE *out, const json_t *m)
 		if (json_is_number(d))
 			fprintf(out, ", distance %.3f", json_number_value(d));
 	} else if (m) {
+		char buf[512];
+
 		fputs("not used", out);
 		if (jstr(m, "reason")) {
 			fputs(": ", out);
-			esc(out, jstr(m, "reason"));
+			esc(out, cm_report_model_reason(doc, buf, sizeof(buf)));
 		}
 	} else {
 		fputs("none", out);
@@ -194,7 +200,14 @@ static void identity_table(FILE *out, const struct cm_report *r,
 	if (row)
 		kv_json(out, "result id", json_object_get(row, "id"));
 	kv_json(out, "job", json_object_get(id, "job"));
-	kv_json(out, "step", json_object_get(id, "step"));
+	if (r->step >= 0) {
+		char buf[24];
+
+		kv(out, "step", cm_report_step_name(r->step, buf,
+						    sizeof(buf)));
+	} else {
+		kv_json(out, "step", json_object_get(id, "step"));
+	}
 	kv(out, "node", r->node);
 	if (r->user || json_object_get(id, "uid")) {
 		fputs("<tr><th>user</th><td>", out);
@@ -215,7 +228,7 @@ static void identity_table(FILE *out, const struct cm_report *r,
 		fputs("</code></td></tr>\n", out);
 	}
 	kv(out, "mode", r->mode);
-	model_used(out, json_object_get(r->doc, "model"));
+	model_used(out, r->doc);
 	placement_notes(out, r->doc);
 	kv(out, "detection backend", r->backend);
 	kv(out, "started", r->started_at);
@@ -323,6 +336,26 @@ static void threads_table(FILE *out, const struct cm_report *r)
 	fputs("</table></details>\n", out);
 }
 
+/* What happened and why, before anything else (render_outcome.c). */
+static int outcome_list(FILE *out, const json_t *doc)
+{
+	json_t *lines = cm_report_outcome(doc), *l;
+	size_t i;
+
+	if (!lines)
+		return -1;
+	fputs("<ul class=\"outcome\">\n", out);
+	json_array_foreach(lines, i, l) {
+		fprintf(out, "<li class=\"%s\">",
+			json_string_value(json_object_get(l, "kind")));
+		esc(out, json_string_value(json_object_get(l, "text")));
+		fputs("</li>\n", out);
+	}
+	fputs("</ul>\n", out);
+	json_decref(lines);
+	return 0;
+}
+
 static int result_section(FILE *out, const json_t *row, const json_t *doc,
 			  int k, const struct cm_render_opts *o,
 			  struct cm_error *err)
@@ -332,15 +365,20 @@ static int result_section(FILE *out, const json_t *row, const json_t *doc,
 	if (cm_report_parse(&r, doc, err) < 0)
 		return -1;
 	fprintf(out, "<section class=\"result\" id=\"result-%d\">\n<h2>", k);
-	if (r->step >= 0)
-		fprintf(out, "Step %lld", r->step);
-	else
+	if (r->step >= 0) {
+		char buf[24];
+
+		fprintf(out, "Step %s", cm_report_step_name(r->step, buf,
+							   sizeof(buf)));
+	} else
 		fputs("Run", out);
 	if (r->node) {
 		fputs(" on ", out);
 		esc(out, r->node);
 	}
 	fputs("</h2>\n", out);
+	if (outcome_list(out, doc) < 0)
+		goto nomem;
 	fputs("<div class=\"cols\"><div>\n", out);
 	identity_table(out, r, row);
 	fputs("</div><div><h3>Detection statistics and overhead</h3>\n",

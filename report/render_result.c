@@ -90,6 +90,49 @@ static int label_threads(struct cm_report *r, struct cm_error *err)
 	return 0;
 }
 
+/* A sort key per thread (qsort takes no argument to reach the report,
+ * and the library keeps no global state). */
+struct display_key {
+	unsigned rank;		/* -1 (none) sorts after every rank */
+	int local, index;
+};
+
+static int cmp_display(const void *a, const void *b)
+{
+	const struct display_key *x = a, *y = b;
+
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->local != y->local)
+		return x->local < y->local ? -1 : 1;
+	return x->index - y->index;
+}
+
+/* Rank-major display order (ties by document index). */
+static int display_order(struct cm_report *r, struct cm_error *err)
+{
+	size_t n = r->nthreads ? (size_t)r->nthreads : 1;
+	struct display_key *k = malloc(n * sizeof(*k));
+	int i;
+
+	r->order = malloc(n * sizeof(int));
+	r->pos = malloc(n * sizeof(int));
+	if (!k || !r->order || !r->pos) {
+		free(k);
+		return cm_errorf(err, ENOMEM, "out of memory");
+	}
+	for (i = 0; i < r->nthreads; i++)
+		k[i] = (struct display_key){ (unsigned)r->threads[i].rank,
+					     r->threads[i].local, i };
+	qsort(k, (size_t)r->nthreads, sizeof(*k), cmp_display);
+	for (i = 0; i < r->nthreads; i++) {
+		r->order[i] = k[i].index;
+		r->pos[k[i].index] = i;
+	}
+	free(k);
+	return 0;
+}
+
 static int parse_threads(struct cm_report *r, const json_t *arr,
 			 struct cm_error *err)
 {
@@ -118,7 +161,9 @@ static int parse_threads(struct cm_report *r, const json_t *arr,
 		t->cpu_s = obj_num(o, "cpu_s", -1);
 		t->final_pu = -1;
 	}
-	return label_threads(r, err);
+	if (label_threads(r, err) < 0)
+		return -1;
+	return display_order(r, err);
 }
 
 static int parse_edges(struct cm_report *r, const json_t *arr,
@@ -323,6 +368,8 @@ void cm_report_free(struct cm_report *r)
 		return;
 	json_decref((json_t *)r->doc);
 	free(r->threads);
+	free(r->order);
+	free(r->pos);
 	free(r->matrix);
 	free(r->migrations);
 	free(r->timeline);
