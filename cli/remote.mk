@@ -13,10 +13,10 @@ cli_commap_LDADD += $(CURL_LIBS) $(MUNGE_LIBS)
 endif
 endif
 
-EXTRA_DIST += tests/service/t0650-cli.sh
+EXTRA_DIST += tests/service/t0650-cli.sh tests/service/t0655-report-why.sh
 if HAVE_SERVICE
 if HAVE_CURL
-TESTS += tests/service/t0650-cli.sh
+TESTS += tests/service/t0650-cli.sh tests/service/t0655-report-why.sh
 endif
 endif
 

@@ -78,9 +78,9 @@ as $A jobs --app stencil --since 2026-01-01 --limit 5
 has "jobs --app/--since/--limit: A's job" "$out" 3001
 as $A jobs --app no-such-app
 has "jobs --app with no match: says so" "$out" "(no jobs)"
-as $A jobs --since yesterday
-is "a bad --since: exit 1" "$status" 1
-has "  the service's message names the parameter" "$err" since
+as $A jobs --since 2026-13-01
+is "a bad --since: usage error" "$status" 2
+has "  the message names the option" "$err" since
 as $A jobs --limit 0
 is "--limit 0: usage error" "$status" 2
 has "  naming the option" "$err" "--limit"
