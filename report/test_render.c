@@ -410,8 +410,100 @@ static void test_placement_notes(void)
 	json_decref(doc);
 }
 
+/* Luminance of the fill of class hN in the heatmap's style. */
+static double level_luma(const char *svg, int level)
+{
+	char key[16];
+	const char *p;
+	unsigned r, g, b;
+
+	snprintf(key, sizeof(key), " .h%d{fill:#", level);
+	p = strstr(svg, key);
+	if (!p || sscanf(p + strlen(key), "%2x%2x%2x", &r, &g, &b) != 3)
+		return -1;
+	return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}
+
+/* The strongest edge darkest; MPI threads shown rank-major. */
+static void test_heatmap_order(void)
+{
+	json_t *doc = make_result(6, 3, 1.0, "pack:1 core:6 pu:1", "0-5",
+				  "app"), *th;
+	static const int ranks[] = { 0, 0, 1, 1, 1, 0 };
+	struct cm_report *r = NULL;
+	char *buf = NULL;
+	size_t i;
+	int rc, k;
+
+	json_array_foreach(json_object_get(doc, "threads"), i, th)
+		json_object_set_new(th, "rank", json_integer(ranks[i]));
+	ok(cm_report_parse(&r, doc, NULL) == 0, "a 2-rank result parses");
+	for (k = 0, rc = 1; k < 6; k++) {
+		static const char *const want[] = { "r0.t0", "r0.t1", "r0.t2",
+						    "r1.t0", "r1.t1", "r1.t2" };
+
+		rc &= !strcmp(r->threads[r->order[k]].label, want[k]) &&
+		      r->pos[r->order[k]] == k;
+	}
+	ok(rc, "display order is rank-major: r0.t0 r0.t1 r0.t2 r1.t0 ...");
+	RENDER(buf, cm_render_heatmap_svg(f_, r, NULL, 0, NULL));
+	ok(rc == 0 && level_luma(buf, 31) >= 0 &&
+	   level_luma(buf, 31) < level_luma(buf, 0),
+	   "the strongest level is drawn darker than the weakest");
+	ok(strstr(buf, ">r0.t2</text>") && strstr(buf, ">r1.t0</text>") &&
+	   strstr(buf, ">r0.t2</text>") < strstr(buf, ">r1.t0</text>"),
+	   "labels in display order (r0.t2 before r1.t0)");
+	free(buf);
+	cm_report_free(r);
+	json_decref(doc);
+}
+
+/* The first lines of a report: headline, warnings, evidence, names. */
+static void test_outcome(void)
+{
+	json_t *doc = make_result(4, 4, 1.0, "pack:1 core:4 pu:1", "0-3",
+				  "app"), *o;
+	char buf[32];
+
+	json_object_set_new(json_object_get(doc, "stats"), "pins",
+			    json_integer(0));
+	json_array_clear(json_object_get(doc, "timeline"));
+	json_object_set_new(doc, "warnings",
+			    json_pack("[s]", "static mapping: refused"));
+	o = cm_report_outcome(doc);
+	ok(o && json_array_size(o) >= 3, "outcome: headline and details");
+	is_str(json_string_value(json_object_get(json_array_get(o, 0),
+						 "text")),
+	       "nothing pinned: see the warning below",
+	       "  the headline points at the warning");
+	is_str(json_string_value(json_object_get(json_array_get(o, 1),
+						 "text")),
+	       "warning: static mapping: refused", "  the warning follows");
+	is_str(json_string_value(json_object_get(json_array_get(o, 2),
+						 "kind")),
+	       "evidence", "  990 decoded samples are thin evidence");
+	json_decref(o);
+	is_str(cm_report_step_name(4294967291LL, buf, sizeof(buf)), "batch",
+	       "step 4294967291 is batch");
+	is_str(cm_report_step_name(4294967292LL, buf, sizeof(buf)), "extern",
+	       "step 4294967292 is extern");
+	is_str(cm_report_step_name(4294967290LL, buf, sizeof(buf)),
+	       "interactive", "step 4294967290 is interactive");
+	is_str(cm_report_step_name(3, buf, sizeof(buf)), "3", "step 3 is 3");
+	ok(cm_report_step_parse("batch") == 4294967291LL &&
+	   cm_report_step_parse("0") == 0 &&
+	   cm_report_step_parse("4294967295") == 4294967295LL &&
+	   cm_report_step_parse("4294967296") == -1 &&
+	   cm_report_step_parse("-1") == -1 &&
+	   cm_report_step_parse("1x") == -1 &&
+	   cm_report_step_parse("") == -1, "step names and numbers parse");
+	json_decref(doc);
+}
+
 int main(void)
 {
+	test_heatmap_order();
+	test_outcome();
 	test_placement_notes();
 	test_parse_errors();
 	test_parse();
