@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "render_internal.h"
 
@@ -49,7 +50,23 @@ static int lanes_init(struct lanes *l, const struct cm_report *r)
 	return 0;
 }
 
-static double span_of(const struct cm_report *r)
+/* A round tick step (1, 2, 2.5 or 5 times a power of ten) giving at
+ * most 6 intervals over span: ticks at 0, 2, 4 s rather than 1.606,
+ * 3.212. */
+static double tick_step(double span)
+{
+	static const double nice[] = { 1, 2, 2.5, 5, 10 };
+	double p = pow(10, floor(log10(span / 6)));
+	size_t i;
+
+	for (i = 0; i < sizeof(nice) / sizeof(nice[0]); i++)
+		if (span / (nice[i] * p) <= 6)
+			return nice[i] * p;
+	return 10 * p;
+}
+
+/* The time the x axis ends at: the run's end rounded up to a tick. */
+static double span_of(const struct cm_report *r, double *step)
 {
 	double t = r->duration_s > 0 ? r->duration_s : 0;
 
@@ -57,27 +74,44 @@ static double span_of(const struct cm_report *r)
 		t = r->migrations[r->nmigrations - 1].t;
 	if (r->nsteps && r->timeline[r->nsteps - 1].t > t)
 		t = r->timeline[r->nsteps - 1].t;
-	return t > 0 ? t : 1;
+	if (!(t > 0))
+		t = 1;
+	*step = tick_step(t);
+	return ceil(t / *step - 1e-9) * *step;
 }
 
-static void axis(FILE *out, double span, double y)
+static void axis(FILE *out, double span, double step, double y)
 {
-	int k;
+	int k, n = (int)lround(span / step);
 
 	fprintf(out, "<g class=\"axis\" fill=\"#333\">"
 		"<line x1=\"%d\" y1=\"%.0f\" x2=\"%d\" y2=\"%.0f\" "
 		"stroke=\"#333\"/>\n", LEFT, y, LEFT + PLOT_W, y);
-	for (k = 0; k <= 5; k++) {
-		double x = LEFT + PLOT_W * k / 5.0;
+	for (k = 0; k <= n; k++) {
+		double x = LEFT + PLOT_W * k / (double)n;
 
 		fprintf(out, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" "
-			"y2=\"%.0f\" stroke=\"#333\"/><text x=\"%.1f\" "
-			"y=\"%.0f\" text-anchor=\"middle\">", x, y, x, y + 4,
-			x, y + 15);
-		rd_number(out, span * k / 5.0);
-		fputs(k == 5 ? " s</text>\n" : "</text>\n", out);
+			"y2=\"%.0f\" stroke=\"#333\"/><text class=\"tick\" "
+			"x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%g%s"
+			"</text>\n", x, y, x, y + 4, x, y + 15, step * k,
+			k == n ? " s" : "");
 	}
 	fputs("</g>\n", out);
+}
+
+/* Whether the label "from->to" (about w px) right of the mark of
+ * migration i fits before the next mark of the same thread. */
+static int label_fits(const struct cm_report *r, int i, double span,
+		      double w)
+{
+	double x = PLOT_W * r->migrations[i].t / span;
+	int j;
+
+	for (j = i + 1; j < r->nmigrations; j++)
+		if (r->migrations[j].thread == r->migrations[i].thread)
+			return PLOT_W * r->migrations[j].t / span - 4 >
+			       x + 5 + w;
+	return x + 5 + w <= PLOT_W + 20;
 }
 
 /* The cost of the mapping in force over time. */
@@ -153,6 +187,7 @@ static void lane_marks(FILE *out, const struct cm_report *r,
 		       const struct lanes *l, double span, double top)
 {
 	int i, labelled = r->nmigrations <= LABELLED_MAX;
+	char lab[32];
 
 	fputs("<g class=\"lanes\">\n", out);
 	for (i = 0; i < r->nthreads; i++) {
@@ -180,10 +215,16 @@ static void lane_marks(FILE *out, const struct cm_report *r,
 		fprintf(out, " s: %s moved from PU %d to PU %d</title>"
 			"</circle>", r->threads[m->thread].label, m->from,
 			m->to);
-		if (labelled)
-			fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" "
-				"font-size=\"8\" fill=\"#1f77b4\">"
-				"%d\xe2\x86\x92%d</text>", x + 5, y - 1, m->from, m->to);
+		/* inside the lane, right of the mark, and only where the
+		 * next mark of the lane leaves room (else the title says
+		 * it) */
+		snprintf(lab, sizeof(lab), "%d\xe2\x86\x92%d", m->from,
+			 m->to);
+		if (labelled && label_fits(r, i, span, 5.0 * (strlen(lab) - 2)))
+			fprintf(out, "<text class=\"move\" x=\"%.1f\" "
+				"y=\"%.1f\" dominant-baseline=\"middle\" "
+				"font-size=\"8\" fill=\"#1f77b4\">%s</text>",
+				x + 5, y, lab);
 		fputs("\n", out);
 	}
 	fputs("</g>\n", out);
@@ -194,7 +235,7 @@ int rd_migrations(FILE *out, const struct cm_report *r,
 		  int suffix)
 {
 	struct lanes l;
-	double span = span_of(r), lanes_top = TOP + COST_H + 8, bottom;
+	double step, span = span_of(r, &step), lanes_top = TOP + COST_H + 8, bottom;
 	char title[96];
 
 	(void)opts;
@@ -218,7 +259,7 @@ int rd_migrations(FILE *out, const struct cm_report *r,
 			"fill=\"#555\">no thread migrated</text>\n", LEFT + 8,
 			lanes_top + LANE_H);
 	lane_marks(out, r, &l, span, lanes_top);
-	axis(out, span, bottom + 4);
+	axis(out, span, step, bottom + 4);
 	if (l.hidden)
 		fprintf(out, "<text x=\"%d\" y=\"%.0f\" fill=\"#555\">and %d "
 			"more threads moved</text>\n", LEFT, bottom + 40,

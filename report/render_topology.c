@@ -237,33 +237,99 @@ static int kind_indexes(struct topo_draw *d)
 	return 0;
 }
 
-/* Threads whose final PU is not drawn: listed under the picture. */
-static void unplaced_note(FILE *out, const struct cm_report *r,
-			  struct cm_topo *topo, double y)
+/* Text under the picture is wrapped to the picture's width, which is
+ * never narrower than MIN_W: a one-core step would otherwise cut its
+ * notes off at the SVG's edge.  CHAR_W over-estimates the width of an
+ * 11 px sans-serif character, so a line never overflows. */
+#define CHAR_W 7
+#define MIN_W 360
+#define LINE_H 14
+
+/* "N threads not on a drawn PU: r0.t1@7 ...", malloc'd; NULL if none. */
+static char *unplaced_text(const struct cm_report *r, struct cm_topo *topo)
 {
-	int i, shown = 0, missing = 0;
+	char *buf = NULL;
+	size_t len;
+	FILE *f;
+	int k, shown = 0, missing = 0;
 
-	for (i = 0; i < r->nthreads; i++) {
-		int pu = r->threads[i].final_pu;
+	for (k = 0; k < r->nthreads; k++) {
+		int pu = r->threads[k].final_pu;
 
-		if (pu < 0 || (topo && cm_topo_pu_by_os_index(topo, pu) < 0))
-			missing++;
+		missing += pu < 0 || (topo && cm_topo_pu_by_os_index(topo,
+								     pu) < 0);
 	}
-	if (!missing)
-		return;
-	fprintf(out, "<text class=\"unplaced\" x=\"4\" y=\"%.0f\">%d thread%s "
-		"not on a drawn PU:", y, missing, missing == 1 ? "" : "s");
-	for (i = 0; i < r->nthreads && shown < 24; i++) {
-		int pu = r->threads[i].final_pu;
+	if (!missing || !(f = open_memstream(&buf, &len)))
+		return NULL;
+	fprintf(f, "%d thread%s not on a drawn PU:", missing,
+		missing == 1 ? "" : "s");
+	for (k = 0; k < r->nthreads && shown < 24; k++) {
+		const struct cm_report_thread *t = &r->threads[r->order[k]];
 
-		if (pu < 0 || (topo && cm_topo_pu_by_os_index(topo, pu) < 0)) {
-			fprintf(out, " %s", r->threads[i].label);
-			if (pu >= 0)
-				fprintf(out, "@%d", pu);
-			shown++;
-		}
+		if (t->final_pu >= 0 && (!topo || cm_topo_pu_by_os_index(topo,
+						  t->final_pu) >= 0))
+			continue;
+		fprintf(f, " %s", t->label);
+		if (t->final_pu >= 0)
+			fprintf(f, "@%d", t->final_pu);
+		shown++;
 	}
-	fprintf(out, "%s</text>\n", missing > shown ? " \xe2\x80\xa6" : "");
+	fputs(missing > shown ? " \xe2\x80\xa6" : "", f);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* Length of the next line of s within cols characters (breaking after a
+ * space when it can). */
+static size_t line_len(const char *s, size_t cols)
+{
+	size_t n = strlen(s), cut;
+
+	if (n <= cols)
+		return n;
+	for (cut = cols; cut > 0 && s[cut] != ' '; cut--)
+		;
+	return cut ? cut : cols;
+}
+
+static int wrapped_lines(const char *s, size_t cols)
+{
+	int lines = 0;
+
+	while (s && *s) {
+		s += line_len(s, cols);
+		while (*s == ' ')
+			s++;
+		lines++;
+	}
+	return lines;
+}
+
+/* s as <text class=cls> lines from y down; returns the y after them. */
+static double print_wrapped(FILE *out, const char *s, size_t cols,
+			    double y, const char *cls)
+{
+	char line[1024];
+
+	while (s && *s) {
+		size_t n = line_len(s, cols < sizeof(line) ? cols :
+				    sizeof(line) - 1);
+
+		memcpy(line, s, n);
+		line[n] = '\0';
+		fprintf(out, "<text class=\"%s\" x=\"4\" y=\"%.0f\" "
+			"fill=\"#555\">", cls, y);
+		cm_render_escape(out, line);
+		fputs("</text>\n", out);
+		y += LINE_H;
+		s += n;
+		while (*s == ' ')
+			s++;
+	}
+	return y;
 }
 
 static int draw_tree(FILE *out, const struct cm_report *r,
@@ -271,22 +337,28 @@ static int draw_tree(FILE *out, const struct cm_report *r,
 		     int suffix)
 {
 	struct topo_draw d = { out, r, topo, { 0 }, NULL, NULL, NULL };
-	int rc = -1;
+	char *unplaced = NULL;
+	double width;
+	size_t cols;
+	int rc = -1, lines;
 
 	if (placed_init(&d.placed, r) < 0 || kind_indexes(&d) < 0)
 		goto out;
 	layout(&d, 0, 0);
-	rd_svg_open(out, "topology", suffix, standalone, d.w[0] + 8,
-		    d.h[0] + 40, "Final placement of the threads on the node");
+	width = d.w[0] + 8 < MIN_W ? MIN_W : d.w[0] + 8;
+	cols = (size_t)(width - 8) / CHAR_W;
+	unplaced = unplaced_text(r, topo);
+	lines = wrapped_lines(note, cols) + wrapped_lines(unplaced, cols);
+	rd_svg_open(out, "topology", suffix, standalone, width,
+		    d.h[0] + 12 + LINE_H * lines,
+		    "Final placement of the threads on the node");
 	draw(&d, 0, 4, 4, 0);
-	fprintf(out, "<text class=\"note\" x=\"4\" y=\"%.0f\" fill=\"#555\">",
-		d.h[0] + 18);
-	cm_render_escape(out, note);
-	fputs("</text>\n", out);
-	unplaced_note(out, r, topo, d.h[0] + 34);
+	print_wrapped(out, unplaced, cols, print_wrapped(out, note, cols,
+			d.h[0] + 18, "note"), "unplaced");
 	fputs("</svg>\n", out);
 	rc = 0;
 out:
+	free(unplaced);
 	free(d.placed.order);
 	free(d.w);
 	free(d.h);
@@ -351,8 +423,12 @@ static int draw_grid(FILE *out, const struct cm_report *r, const char *why,
 	rows = (n + GRID_COLS - 1) / GRID_COLS;
 	w = (n < GRID_COLS ? n : GRID_COLS) * (PU_W + PAD) + PAD + 8;
 	h = rows * (cell_h + PAD) + HEAD + PAD;
-	rd_svg_open(out, "topology", suffix, standalone, w < 300 ? 300 : w,
-		    h + 44, "Final placement of the threads (PU grid)");
+	if (w < MIN_W)
+		w = MIN_W;
+	rd_svg_open(out, "topology", suffix, standalone, w,
+		    h + 30 + LINE_H * wrapped_lines(why,
+				(size_t)(w - 8) / CHAR_W),
+		    "Final placement of the threads (PU grid)");
 	fprintf(out, "<g class=\"obj Machine\"><rect x=\"4\" y=\"4\" "
 		"width=\"%.0f\" height=\"%.0f\" fill=\"#fff\" stroke=\"#555\"/>"
 		"<text x=\"8\" y=\"16\">Machine", w - 8, h);
@@ -386,10 +462,8 @@ static int draw_grid(FILE *out, const struct cm_report *r, const char *why,
 				count - PU_SHOWN);
 		fputs("</g>\n", out);
 	}
-	fprintf(out, "</g>\n<text class=\"note\" x=\"4\" y=\"%.0f\" "
-		"fill=\"#555\">", h + 22);
-	cm_render_escape(out, why);
-	fputs("</text>\n", out);
+	fputs("</g>\n", out);
+	print_wrapped(out, why, (size_t)(w - 8) / CHAR_W, h + 22, "note");
 	fputs("</svg>\n", out);
 	free(pus);
 	free(d.placed.order);

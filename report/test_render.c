@@ -500,8 +500,40 @@ static void test_outcome(void)
 	json_decref(doc);
 }
 
+/* Round ticks on the migrations' time axis; labels only where they fit. */
+static void test_migration_axis(void)
+{
+	json_t *doc = make_result(4, 4, 1.0, "pack:1 core:4 pu:1", "0-3",
+				  "app");	/* 70 s */
+	json_t *mig = json_object_get(doc, "migrations");
+	struct cm_report *r = NULL;
+	char *buf = NULL, want[256] = "", *p;
+	int rc, k;
+
+	/* two moves of one thread 0.1 s apart: no room for the first's
+	 * label before the second mark */
+	json_array_append_new(mig, json_pack("{s:f, s:i, s:i, s:i}", "t", 3.6,
+					     "thread", 1, "from", 1, "to", 2));
+	ok(cm_report_parse(&r, doc, NULL) == 0, "a 70 s run parses");
+	RENDER(buf, cm_render_migrations_svg(f_, r, NULL, 0, NULL));
+	for (p = buf, k = 0; (p = strstr(p, "class=\"tick\"")); p++, k++) {
+		char *gt = strchr(p, '>'), *lt = gt ? strchr(gt, '<') : NULL;
+
+		if (lt && strlen(want) + (size_t)(lt - gt) < sizeof(want))
+			strncat(want, gt + 1, (size_t)(lt - gt - 1)),
+			strcat(want, "|");
+	}
+	is_str(want, "0|20|40|60|80 s|", "ticks at round seconds up to 80 s");
+	ok(rc == 0 && count(buf, "class=\"move\"") == 1,
+	   "one move label: the first would touch the next mark");
+	free(buf);
+	cm_report_free(r);
+	json_decref(doc);
+}
+
 int main(void)
 {
+	test_migration_axis();
 	test_heatmap_order();
 	test_outcome();
 	test_placement_notes();
