@@ -1,7 +1,9 @@
 #!/bin/sh
 # A job page in a real browser: headless Chromium (Debian's `chromium`)
-# loads it, the DOM it built has the heatmap and the topology, and a
-# screenshot of it is not blank (docs/reports.md).  The service runs with
+# loads it, the DOM it built has the heatmap and the topology, a
+# screenshot of it is not blank, and the layout holds (what happened
+# first, the strongest cell darkest, no text past a picture's edge, move
+# labels clear of the marks, round ticks; docs/reports.md).  The service runs with
 # web_auth = none (loopback only) so the browser needs no credential.
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/service/service-lib.sh"
@@ -62,6 +64,53 @@ ok "Chromium saves a screenshot" test -s "$T/shot.png"
 ok "  its pixels are not blank (many colours)" $check png "$T/shot.png"
 [ -s "$T/shot.png" ] && [ -n "${COMMAP_KEEP_SCREENSHOT:-}" ] &&
 	cp "$T/shot.png" "$COMMAP_KEEP_SCREENSHOT"
+
+# Layout only a browser can judge: a saved page with layout-check.js
+# appended, loaded from a file, reports into <pre id="layout-check">.
+# Job 3002 is a one-core step whose six other threads ended on PUs
+# outside it (a long "not on a drawn PU" note) and whose thread moved
+# twice within 0.7 s (labels that would overlap a mark).
+make_result "$T/r2.json" 3002 0 root 2.0 7
+python3 - "$T/r2.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["topology"].update(cpuset="0", pus=1, synthetic="pack:1 core:1 pu:1")
+d["timeline"] = [{"t": 0.2, "pu_of_thread": [0, 11, 12, 13, 14, 15, 16],
+                  "reason": "initial", "forced": True}]
+d["migrations"] = [{"t": 3.5, "thread": 1, "from": 3, "to": 11},
+                   {"t": 4.2, "thread": 1, "from": 11, "to": 12},
+                   {"t": 40.0, "thread": 1, "from": 12, "to": 11},
+                   {"t": 10.0, "thread": 2, "from": 5, "to": 12}]
+json.dump(d, open(sys.argv[1], "w"))
+PY
+req root POST /v1/results --data-binary @"$T/r2.json"
+is "a one-core result is uploaded" "$code" 201
+for job in 3001 3002; do
+	curl -s -o "$T/page-$job.html" "$url/jobs/$job"
+	python3 - "$T/page-$job.html" \
+		"$top_srcdir/tests/service/layout-check.js" <<'PY'
+import sys
+page, js = sys.argv[1], open(sys.argv[2]).read()
+html = open(page).read()
+open(page, "w").write(html.replace("</body>",
+                                   "<script>" + js + "</script></body>"))
+PY
+	browse --window-size=1200,1600 --dump-dom "file://$T/page-$job.html" \
+		>"$T/layout-$job.html"
+	python3 - "$T/layout-$job.html" >"$T/checks-$job" <<'PY'
+import html, re, sys
+m = re.findall(r'<pre id="layout-check">(.*?)</pre>',
+               open(sys.argv[1]).read(), re.S)
+print(html.unescape(m[-1]) if m else "not ok layout-check: no report")
+PY
+	for name in outcome-first heatmap-darkest-strongest \
+		unclipped-topology-0 unclipped-migrations-0 \
+		labels-clear-migrations-0 round-ticks-migrations-0; do
+		line=$(grep -E "^(not )?ok $name(:|\$)" "$T/checks-$job")
+		[ "$line" = "ok $name" ] || echo "# ${line:-$name: no line}"
+		ok "job $job in Chromium: $name" test "$line" = "ok $name"
+	done
+done
 
 ok "the service stops cleanly" stop_service
 done_testing
