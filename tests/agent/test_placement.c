@@ -126,8 +126,40 @@ static void test_worth(void)
 	cm_topo_free(two);
 }
 
+/* The check over a result's timeline, as the validator and commap run
+ * use it. */
+static void test_result(void)
+{
+	struct cm_error err;
+	const char *ok_doc = "{\"topology\": {\"pus\": 4}, \"timeline\": ["
+		"{\"t\": 0.2, \"pu_of_thread\": [0, 1, -1]},"
+		"{\"t\": 0.4, \"pu_of_thread\": [0, 0, 1, 2, 3],"
+		" \"threads_live\": 5},"
+		"{\"t\": 0.6, \"pu_of_thread\": [1, 1, 1, 1], \"forced\": true}"
+		"]}";
+	const char *bad_doc = "{\"topology\": {\"pus\": 16}, \"timeline\": ["
+		"{\"t\": 0.2, \"pu_of_thread\": [0, 1]},"
+		"{\"t\": 1.0, \"pu_of_thread\": [7, 7, 9, -1],"
+		" \"threads_live\": 4}]}";
+
+	is_int(cm_placement_check_result(ok_doc, strlen(ok_doc), &err), 0,
+	       "one per PU; 2 on a PU with 5 live on 4; a forced entry: holds");
+	errno = 0;
+	is_int(cm_placement_check_result(bad_doc, strlen(bad_doc), &err), -1,
+	       "two threads on PU 7 of 16: broken");
+	is_int(errno, EDOM, "... EDOM");
+	ok(strncmp(err.text, "timeline[1].pu_of_thread: PU 7", 30) == 0,
+	   "... the message names the entry and the PU (%s)", err.text);
+	is_int(cm_placement_check_result("[1]", 3, &err), -1,
+	       "not an object: -1");
+	is_int(errno, EINVAL, "... EINVAL");
+	is_int(cm_placement_check_result("{\"timeline\": 3}", 15, &err), 0,
+	       "malformed timeline: left to the validator");
+}
+
 int main(void)
 {
+	test_result();
 	test_cap();
 	test_check();
 	test_repair();
