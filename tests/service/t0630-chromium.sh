@@ -112,5 +112,12 @@ PY
 	done
 done
 
+# the one-core page, for a person to look at (legends, clipping, overlaps)
+if [ -n "${COMMAP_KEEP_SCREENSHOT:-}" ]; then
+	browse --screenshot="$T/shot-3002.png" --window-size=1200,2600 \
+		"$url/jobs/3002" >/dev/null
+	cp "$T/shot-3002.png" "${COMMAP_KEEP_SCREENSHOT%.png}-3002.png"
+fi
+
 ok "the service stops cleanly" stop_service
 done_testing
