@@ -49,6 +49,8 @@ echo "installed: $($commap --version); agent $prefix/libexec/commap/commap-agent
 
 say "starting munge, slurmctld, slurmd and the commap service"
 mkdir -p /etc/slurm "$spool"
+# root's only: the agent refuses a spool others can write to
+chown root:root "$spool" && chmod 0700 "$spool"
 echo "optional $prefix/lib/commap/commap_spank.so default=off service=$service_url spool=$spool" \
 	>/etc/slurm/plugstack.conf
 bash "$top/deploy/cluster/cluster.sh" start

@@ -31,10 +31,13 @@ static void reset_process_state(void)
 			signal(sig, SIG_DFL);
 }
 
+/* The log is in the spool, checked by the caller; O_NOFOLLOW all the
+ * same, so a link planted there is never followed by root. */
 static void redirect_stdio(int ctl, const char *logfile)
 {
 	int out = open(logfile ? logfile : "/dev/null",
-		       O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+		       O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
+		       (logfile ? O_NOFOLLOW : 0), 0640);
 
 	dup2(ctl, STDIN_FILENO);
 	if (out >= 0) {

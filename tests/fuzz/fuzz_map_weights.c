@@ -28,6 +28,7 @@ static const char *const machines[] = {
 	"pack:2 numa:2 l3:2 core:2 pu:2",
 	"pack:1 core:3 pu:1",
 	"pack:4 core:4 pu:1",
+	"pack:1 core:2 pu:1",
 };
 
 static const double extremes[] = {

@@ -403,6 +403,16 @@ static void test_extreme_weights(void)
 	   "all pairs at DBL_MAX: exact ends with a mapping or a reason");
 	cm_matrix_free(m);
 	cm_topo_free(t);
+	/* two threads on two cores: the smallest case that spun */
+	cm_topo_load_synthetic(&t, "pack:1 core:2 pu:1", NULL);
+	m = cm_matrix_new(2);
+	cm_matrix_set(m, 0, 1, 1.7e308);
+	rc = cm_map_exact(t, m, &o, map, &err);
+	ok(rc == 0 ? cm_map_validate(t, 2, map, 0, &err) == 0 :
+		     err.text[0] != '\0',
+	   "2 threads at 1.7e308 on 2 cores: exact ends");
+	cm_matrix_free(m);
+	cm_topo_free(t);
 }
 
 int main(void)
