@@ -196,8 +196,17 @@ static int reap(pid_t child, int kill_it)
 	return status;
 }
 
+static int too_big(const char *name, size_t max, struct cm_error *err)
+{
+	if (max >= (1u << 20))
+		return cm_errorf(err, EFBIG, "%s: larger than %zu MiB", name,
+				 max >> 20);
+	return cm_errorf(err, EFBIG, "%s: larger than %zu bytes", name, max);
+}
+
 static int explain(const char *name, const struct report *rep,
-		   const struct cm_user_cred *cred, struct cm_error *err)
+		   const struct cm_user_cred *cred, size_t max,
+		   struct cm_error *err)
 {
 	switch (rep->step) {
 	case STEP_IDENTITY:
@@ -212,8 +221,7 @@ static int explain(const char *name, const struct report *rep,
 	case STEP_NOT_REGULAR:
 		return cm_errorf(err, EINVAL, "%s: not a regular file", name);
 	case STEP_TOO_BIG:
-		return cm_errorf(err, EFBIG, "%s: larger than %zu MiB", name,
-				 CM_USER_FILE_MAX >> 20);
+		return too_big(name, max, err);
 	}
 	return cm_errorf(err, EIO, "%s: read error", name);
 }
@@ -238,11 +246,9 @@ static int collect(int fd, pid_t child, const char *name,
 	}
 	if (r.timed_out || r.too_big) {
 		free(r.buf);
-		return r.too_big ? cm_errorf(err, EFBIG, "%s: larger than "
-					     "%zu MiB", name, max >> 20) :
+		return r.too_big ? too_big(name, max, err) :
 				   cm_errorf(err, ETIMEDOUT, "%s: not read "
-					     "within %d s", name,
-					     timeout_ms / 1000);
+					     "within %d ms", name, timeout_ms);
 	}
 	memcpy(&rep, r.buf, sizeof(rep));
 	if (rep.step != STEP_OK || !WIFEXITED(status) ||
@@ -252,7 +258,7 @@ static int collect(int fd, pid_t child, const char *name,
 			rep.step = WIFEXITED(status) &&
 				   WEXITSTATUS(status) == 3 ? STEP_TOO_BIG :
 							       STEP_READ;
-		return explain(name, &rep, cred, err);
+		return explain(name, &rep, cred, max, err);
 	}
 	r.len -= sizeof(rep);
 	memmove(r.buf, r.buf + sizeof(rep), r.len);

@@ -8,7 +8,8 @@ AGENT_UNIT_TESTS = \
 	tests/agent/test_placement_property.t \
 	tests/agent/test_progress_guard.t \
 	tests/agent/test_agent_result.t \
-	tests/agent/test_app_identity.t
+	tests/agent/test_app_identity.t \
+	tests/agent/test_user_file.t
 check_PROGRAMS += $(AGENT_UNIT_TESTS) tests/agent/pairs
 TESTS += $(AGENT_UNIT_TESTS)
 AGENT_UNIT_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/nodeagent
@@ -26,6 +27,9 @@ tests_agent_test_placement_property_t_SOURCES = \
 	tests/agent/test_placement_property.c
 tests_agent_test_placement_property_t_CFLAGS = $(AGENT_UNIT_CFLAGS)
 tests_agent_test_placement_property_t_LDADD = $(AGENT_UNIT_LDADD)
+tests_agent_test_user_file_t_SOURCES = tests/agent/test_user_file.c
+tests_agent_test_user_file_t_CFLAGS = $(AGENT_UNIT_CFLAGS)
+tests_agent_test_user_file_t_LDADD = $(AGENT_UNIT_LDADD)
 tests_agent_test_progress_guard_t_SOURCES = tests/agent/test_progress_guard.c
 tests_agent_test_progress_guard_t_CFLAGS = $(AGENT_UNIT_CFLAGS)
 tests_agent_test_progress_guard_t_LDADD = $(AGENT_UNIT_LDADD)
