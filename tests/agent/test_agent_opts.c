@@ -55,6 +55,15 @@ static const struct bad_case bad[] = {
 	{ "--pid 1 --step -1", "--step: invalid value '-1'" },
 	{ "--pid 1 --uid 4294967295", "--uid: invalid value" },
 	{ "--pid 1 --stepd-pid 0", "--stepd-pid: invalid value '0'" },
+	{ "--pid 1 --gid x", "--gid: invalid value 'x'" },
+	{ "--pid 1 --gid 4294967295", "--gid: invalid value" },
+	{ "--pid 1 --groups 1,x", "--groups: invalid gid 'x'" },
+	{ "--pid 1 --groups 1,-2", "--groups: invalid gid '-2'" },
+	{ "--pid 1 --cwd rel/dir", "--cwd: 'rel/dir' is not an absolute path" },
+	{ "--pid 1 --cluster a/b", "--cluster: invalid name" },
+	{ "--pid 1 --cluster a\"b", "--cluster: invalid name" },
+	{ "--pid 1 --cluster 0123456789012345678901234567890123456789012345678901234567890123",
+	  "--cluster: invalid name" },
 	{ "--pid 1 --alpha 1.5", "--alpha: invalid value '1.5'" },
 	{ "--pid 1 --alpha nan", "--alpha: invalid value 'nan'" },
 	{ "--pid 1 --gain -0.1", "--gain: invalid value '-0.1'" },
@@ -110,8 +119,9 @@ static void test_spank_line(void)
 	struct cm_agent_opts o;
 	struct cm_error err;
 
-	ok(parse("--mode static --static /x/m.json --job 42 --step 4294967291 "
-		 "--uid 1000 --stepd-pid 777 --spool /var/spool/commap "
+	ok(parse("--mode static --static /x/m.json --cwd /home/u --job 42 "
+		 "--step 4294967291 --uid 1000 --gid 100 --groups 100,27,1001 "
+		 "--cluster big-1 --stepd-pid 777 --spool /var/spool/commap "
 		 "--service http://h:1 --tasks-from-stdin", &o, &err) == 0,
 	   "the plugin's command line parses (%s)", err.text);
 	is_int(o.mode, CM_AGENT_MODE_STATIC, "mode static");
@@ -119,6 +129,11 @@ static void test_spank_line(void)
 	is_int(o.job, 42, "job");
 	is_int(o.step, 4294967291LL, "batch step id fits");
 	is_int(o.uid, 1000, "uid");
+	is_int(o.gid, 100, "gid");
+	ok(o.ngroups == 3 && o.groups[0] == 100 && o.groups[2] == 1001,
+	   "supplementary groups");
+	is_str(o.cwd, "/home/u", "the job's directory");
+	is_str(o.cluster, "big-1", "cluster");
 	is_int(o.stepd_pid, 777, "stepd pid");
 	is_str(o.spool, "/var/spool/commap", "spool");
 	is_str(o.service, "http://h:1", "service");
