@@ -74,11 +74,25 @@ static const char SQL_LIST_JOBS[] =
 	" ORDER BY r.started_at DESC, r.id DESC LIMIT ?6)"
 	" SELECT r.job AS job, r.cluster AS cluster, r.user AS user,"
 	" r.uid AS uid,"
-	" r.executable AS executable, r.app AS app,"
+	/* an sbatch job is named by the application of its srun steps
+	 * (ids below Slurm's batch/extern/interactive 4294967290..2),
+	 * not by the batch script's shell */
+	" COALESCE((SELECT q.executable FROM results q WHERE q.job = f.job"
+	"  AND q.cluster = f.cluster AND q.step < 4294967290 AND" VISIBLE("q")
+	"  ORDER BY q.started_at, q.id LIMIT 1), r.executable) AS executable,"
+	" COALESCE((SELECT q.app FROM results q WHERE q.job = f.job"
+	"  AND q.cluster = f.cluster AND q.step < 4294967290 AND" VISIBLE("q")
+	"  ORDER BY q.started_at, q.id LIMIT 1), r.app) AS app,"
 	" MIN(r.started_at) AS started_at, MAX(r.ended_at) AS ended_at,"
 	" COUNT(*) AS results, COUNT(DISTINCT r.step) AS steps,"
 	" COUNT(DISTINCT r.node) AS nodes, MAX(r.ranks) AS ranks,"
-	" SUM(r.threads) AS threads, SUM(r.migrations) AS migrations,"
+	/* threads of the largest step (summed over its nodes): steps run
+	 * one after another as often as together */
+	" CASE WHEN f.job IS NULL THEN SUM(r.threads) ELSE"
+	" (SELECT MAX(s) FROM (SELECT SUM(q.threads) AS s FROM results q"
+	"  WHERE q.job = f.job AND q.cluster = f.cluster AND" VISIBLE("q")
+	"  GROUP BY q.step)) END AS threads,"
+	" SUM(r.migrations) AS migrations,"
 	" group_concat(r.id) AS result_ids"
 	" FROM firsts f JOIN results r"
 	" ON r.id = f.id OR (f.job IS NOT NULL AND r.job = f.job"
@@ -713,7 +727,22 @@ static json_t *clusters_of(const json_t *rows)
 	return set;
 }
 
-/* Totals over a job's visible results, for reports. */
+/* Threads of row's step, summed over its nodes. */
+static json_int_t step_threads(const json_t *rows, const json_t *row)
+{
+	const json_t *step = json_object_get(row, "step"), *o;
+	json_int_t sum = 0;
+	size_t i;
+
+	json_array_foreach(rows, i, o)
+		if (json_equal(json_object_get(o, "step"), step))
+			sum += json_integer_value(json_object_get(o,
+								  "threads"));
+	return sum;
+}
+
+/* Totals over a job's visible results, for reports; threads are those of
+ * the largest step, not a sum over steps that ran one after another. */
 static json_t *job_summary(const json_t *rows)
 {
 	json_t *steps = json_array(), *nodes = json_array(), *row;
@@ -731,7 +760,8 @@ static json_t *job_summary(const json_t *rows)
 
 		add_unique(steps, json_object_get(row, "step"));
 		add_unique(nodes, json_object_get(row, "node"));
-		threads += json_integer_value(json_object_get(row, "threads"));
+		threads = step_threads(rows, row) > threads ?
+			  step_threads(rows, row) : threads;
 		migrations += json_integer_value(json_object_get(row,
 							"migrations"));
 		ranks = r > ranks ? r : ranks;

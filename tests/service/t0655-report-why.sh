@@ -144,6 +144,36 @@ req $A GET /jobs/4002
 lacks "the job page: no internal key either" "$body" "exe_hash="
 has "  the evidence line" "$body" '<li class="evidence">'
 
+# 3. An sbatch job: the batch script (bash, 1 thread, started first) and
+# two srun steps of stencil with 4 threads each, one after the other.
+for step in batch 0 1; do
+	make_result "$T/sb-$step.json" 4010 "$uid_a" $A 2.5 4
+	python3 - "$T/sb-$step.json" $step <<'PY'
+import json, sys
+p, step = sys.argv[1], sys.argv[2]
+d = json.load(open(p))
+if step == "batch":
+    d["identity"].update(step=4294967291, executable="/bin/bash",
+                         argv=["bash", "job.sh"], threads=1)
+    d["threads"], d["edges"] = d["threads"][:1], []
+    d["timeline"][0]["pu_of_thread"] = [0]
+    d["migrations"], d["started_at"] = [], "2026-11-22T13:59:00Z"
+else:
+    d["identity"]["step"] = int(step)
+    d["started_at"] = "2026-11-22T14:00:%02dZ" % (int(step) * 30)
+json.dump(d, open(p, "w"))
+PY
+	req root POST /v1/results --data-binary @"$T/sb-$step.json"
+	is "sbatch job: result of step $step uploaded" "$code" 201
+done
+as $A jobs
+ok "commap jobs: the sbatch job is listed as stencil with 4 threads" \
+	sh -c 'printf "%s\n" "$1" | grep -E "^4010 +$2 +stencil +[^ ]+ +4 +3 "' \
+	_ "$out" $A
+req $A GET /v1/jobs/4010
+is "the job's summary: the largest step's threads" \
+	"$(jq_py 'j["summary"]["threads"]')" 4
+
 # 4. sacct's times.
 as $A jobs --since yesterday
 is "--since yesterday: exit 0" "$status" 0
