@@ -46,7 +46,7 @@ static void print_help(FILE *f)
 		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
 	fputs("\nExit status: 0 success, 1 runtime error (file, topology, "
 	      "cpuset, mapping),\n2 usage error (bad option or value).  "
-	      "See docs/cli.md.\n", f);
+	      "See commap(1) and " COMMAP_DOCDIR "/cli.md.\n", f);
 }
 
 static const struct command *find_command(const char *name)

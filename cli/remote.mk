@@ -5,7 +5,8 @@
 # and exit 1.  --format svg|html use the report library (report/render.h).
 cli_commap_SOURCES += cli/cmd_remote.c cli/remote.h cli/remote_http.c \
 	cli/remote_text.c cli/remote_time.c cli/cmd_check.c
-cli_commap_CFLAGS += -DCOMMAP_SYSCONFDIR='"$(sysconfdir)"'
+cli_commap_CFLAGS += -DCOMMAP_SYSCONFDIR='"$(sysconfdir)"' \
+	-DCOMMAP_DOCDIR='"$(docdir)"'
 if HAVE_CURL
 if HAVE_MUNGE
 cli_commap_CFLAGS += $(CURL_CFLAGS) $(MUNGE_CFLAGS)

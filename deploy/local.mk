@@ -25,7 +25,8 @@ dist_examples_DATA = \
 	deploy/config/plugstack.conf \
 	deploy/config/commap.conf \
 	deploy/config/service.conf
-dist_doc_DATA = docs/slurm.md docs/service.md docs/agent.md
+dist_doc_DATA = docs/slurm.md docs/service.md docs/agent.md docs/cli.md \
+	docs/reports.md docs/result-format.md
 EXTRA_DIST += deploy/systemd/commap-service.service.in
 
 # bash completion for the commap command (tests/integration/t0170).

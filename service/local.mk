@@ -9,7 +9,7 @@ SERVICE_SQL = sql/0001_init.sql sql/0002_models.sql sql/0003_jobs_index.sql \
 	sql/0008_cluster.sql
 EXTRA_DIST += $(SERVICE_SQL) service/embed-sql.sh docs/service.md
 SERVICE_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) -I$(top_srcdir)/service \
-	-I$(top_builddir)/service
+	-I$(top_builddir)/service -DCOMMAP_DOCDIR='"$(docdir)"'
 
 service/sql_migrations.c: $(SERVICE_SQL) service/embed-sql.sh
 	$(AM_V_GEN)$(MKDIR_P) service && \

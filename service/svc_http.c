@@ -183,7 +183,8 @@ static enum MHD_Result web_begin(struct svc_http *h,
 	if (h->config->web_auth == SVC_WEB_AUTH_MUNGE)
 		return send_error(conn, rq, 401,
 			"this page needs a munge credential (X-Munge-Credential); "
-			"for browsers set web_auth (docs/reports.md)");
+			"for browsers set web_auth (commap-service(8), "
+			COMMAP_DOCDIR "/service.md)");
 	if (!peer_is_loopback(conn))
 		return send_error(conn, rq, 403,
 			"web_auth: only requests from this host (a reverse proxy) "

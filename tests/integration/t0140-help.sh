@@ -8,6 +8,14 @@ for c in map cost matrix; do
 	ok "--help lists '$c'" grep -Eq "^  $c " "$T/out"
 done
 ok "--help documents the exit codes" grep -q "2 usage error" "$T/out"
+ok "--help points to a doc that is installed (share/doc/commap, dist_doc_DATA)" \
+	python3 - "$T/out" "$top_srcdir/deploy/local.mk" <<'PY'
+import re, sys
+m = re.search(r"share/doc/commap/([\w.-]+\.md)", open(sys.argv[1]).read())
+mk = open(sys.argv[2]).read().replace("\\\n", " ")
+inst = re.search(r"dist_doc_DATA\s*=([^\n]*)", mk).group(1).split()
+sys.exit(not (m and "docs/" + m.group(1) in inst))
+PY
 
 for c in map cost matrix; do
 	run "$commap" help "$c"

@@ -246,6 +246,14 @@ ok "the service restarts with the default web_auth" \
 req - GET /jobs -H "X-Remote-User: $A"
 is "web_auth = munge: no credential is 401 whatever the headers" "$code" 401
 ok "  the page explains web_auth" has 'web_auth'
+ok "  and points to a doc that is installed (share/doc/commap, dist_doc_DATA)" \
+	python3 - "$body" "$top_srcdir/deploy/local.mk" <<'PY'
+import re, sys
+m = re.search(r"share/doc/commap/([\w.-]+\.md)", sys.argv[1])
+mk = open(sys.argv[2]).read().replace("\\\n", " ")
+inst = re.search(r"dist_doc_DATA\s*=([^\n]*)", mk).group(1).split()
+sys.exit(not (m and "docs/" + m.group(1) in inst))
+PY
 req $A GET /jobs/2001
 is "  with a credential: 200" "$code" 200
 ok "the service stops" stop_service
