@@ -335,12 +335,44 @@ static int apply_target(struct agent *a, const int *target)
 /* Pin the threads of `want` (PU indices, -1: no wish) within the
  * placement invariant: those already placed stay unless the invariant
  * needs them to move (cm_place_repair).  Returns the threads moved. */
+/* Before the step's first pin by learned or static mode: nothing to gain
+ * where the PUs are equidistant and the step's threads fit one per PU
+ * (cm_place_worth_pinning without a matrix); then say why, pin nothing.
+ * Threads appear one at a time: the count is the larger of the live ones
+ * and those the model or the static mapping expects. */
+static int first_pin_worthless(struct agent *a, const int *cur,
+			       const int *alive, int n)
+{
+	int live = 0, expected = a->model_active ? a->model.n :
+				 a->static_os ? a->nstatic : 0;
+	char why[256];
+
+	for (int i = 0; i < n; i++) {
+		if (cur[i] >= 0)
+			return 0;
+		live += alive[i] != 0;
+	}
+	if (expected > live)
+		live = expected;
+	if (cm_place_worth_pinning(a->topo, live, NULL, NULL, 0, why,
+				   sizeof(why)))
+		return 0;
+	if (strcmp(a->res.not_pinned, why) != 0) {
+		agent_info("not pinning: %s", why);
+		snprintf(a->res.not_pinned, sizeof(a->res.not_pinned), "%s",
+			 why);
+	}
+	return 1;
+}
+
 int ag_apply_within_invariant(struct agent *a, int *want)
 {
 	int *alive = alive_flags(a), *cur = thread_pus(a);
 	int n = cm_tracker_nthreads(a->tr), moved = -1;
 
-	if (alive && cur) {
+	if (alive && cur && first_pin_worthless(a, cur, alive, n)) {
+		moved = 0;
+	} else if (alive && cur) {
 		for (int i = 0; i < n; i++)
 			if (want[i] < 0)
 				want[i] = cur[i];

@@ -249,11 +249,6 @@ int cm_place_worth_pinning(const struct cm_topo *topo, int nlive,
 	int flat, npus = cm_topo_npus(topo);
 	double mean = mean_distance(topo, &flat), w, random_cost, cost;
 
-	if (npus <= 1) {
-		snprintf(why, whylen, "one PU: the step has a single PU, "
-			 "nothing to place");
-		return 0;
-	}
 	if (flat && nlive <= npus) {
 		snprintf(why, whylen, "equidistant: the step's %d PUs are all "
 			 "at one distance from each other and its threads fit "
