@@ -34,7 +34,7 @@
 /* Search nodes after which the search stops even without a mapping (the
  * caller then falls back to a heuristic): bounds that never bite, as with
  * weights whose sums are no longer finite, must not make it endless. */
-#define EXACT_HARD_BUDGET (20 * EXACT_BUDGET)
+#define EXACT_HARD_BUDGET (2 * EXACT_BUDGET)
 
 struct cand {
 	int pu;
@@ -658,18 +658,25 @@ static void place_idle(struct exact *x, int *pu_of_thread)
 	memcpy(pu_of_thread, x->pos, sizeof(int) * (size_t)x->n);
 }
 
+/* Weights above this are scaled down for the search (the mapping depends
+ * only on their ratios): with at most CM_MAP_EXACT_MAX^2 weights times a
+ * level weight, every sum the search forms stays finite. */
+#define EXACT_WEIGHT_MAX 1e300
+
 static void load_weights(struct exact *x, const struct cm_matrix *m)
 {
-	double total = 0;
+	double total = 0, scale = 1, max = cm_matrix_max(m);
 
+	if (max > EXACT_WEIGHT_MAX)
+		scale = EXACT_WEIGHT_MAX / max;
 	memset(x->w, 0, sizeof(x->w));
 	for (int i = 0; i < x->n; i++) {
 		const struct cm_matrix_entry *e;
 		int len = cm_matrix_row(m, i, &e);
 
 		for (int k = 0; k < len; k++) {
-			x->w[i][e[k].col] = e[k].w;
-			total += e[k].w;
+			x->w[i][e[k].col] = e[k].w * scale;
+			total += e[k].w * scale;
 		}
 	}
 	/* Costs are sums of weight * distance: differences below this are

@@ -28,8 +28,7 @@ tests_fuzz_fuzz_matrix_csv_t_LDADD = $(FUZZ_LDADD)
 tests_fuzz_fuzz_map_weights_t_SOURCES = \
 	tests/fuzz/fuzz_map_weights.c tests/fuzz/standalone_driver.c
 tests_fuzz_fuzz_map_weights_t_CPPFLAGS = $(AM_CPPFLAGS) \
-	-I$(top_srcdir)/tests/fuzz -DFUZZ_TARGET='"map_weights"' \
-	-DDEFAULT_MUTATIONS=300
+	-I$(top_srcdir)/tests/fuzz -DFUZZ_TARGET='"map_weights"'
 tests_fuzz_fuzz_map_weights_t_LDADD = $(FUZZ_LDADD)
 
 # The small parsers: SPANK settings, the service's configuration, the

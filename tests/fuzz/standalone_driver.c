@@ -21,10 +21,7 @@
 #error "define FUZZ_TARGET to the target's name"
 #endif
 
-/* A target whose inputs are slow (a whole mapping each) sets fewer. */
-#ifndef DEFAULT_MUTATIONS
 #define DEFAULT_MUTATIONS 2000
-#endif
 #define FUZZ_MAX_INPUT 65536
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
