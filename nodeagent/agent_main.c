@@ -114,9 +114,15 @@ static void *step_end_watch(void *arg)
 	struct pollfd p = { .fd = STDIN_FILENO, .events = POLLRDHUP };
 
 	(void)arg;
-	while (poll(&p, 1, -1) < 0 || !(p.revents & (POLLRDHUP | POLLHUP |
-						     POLLERR | POLLNVAL)))
+	for (;;) {
 		p.revents = 0;
+		if (poll(&p, 1, -1) > 0 && (p.revents & (POLLRDHUP | POLLHUP |
+							 POLLERR | POLLNVAL)))
+			break;
+		/* Lines the loop has not read yet (or a file that is always
+		 * readable): look again a little later, never spin. */
+		usleep(100000);
+	}
 	sleep(AGENT_STEP_END_GRACE_S);
 	on_watchdog(0);
 }

@@ -240,9 +240,19 @@ static void test_static(void)
 	fclose(f);
 	ok(agent_static_load(p, &st, &err) == -1 && strstr(err.text, p),
 	   "malformed matrix: error names the file (%s)", err.text);
+	f = fopen(p, "w");
+	fputs("0,1\nroot:secret-hash:1\n", f);
+	fclose(f);
+	ok(agent_static_load(p, &st, &err) == -1 && strstr(err.text, p) &&
+	   strstr(err.text, "not a commap matrix or mapping (line 2)") &&
+	   !strstr(err.text, "secret"),
+	   "a file that is no matrix: the line, never its content (%s)",
+	   err.text);
 	unlink(p);
-	ok(agent_static_load(p, &st, &err) == -1 && errno == ENOENT,
-	   "missing file: ENOENT");
+	/* EACCES for missing and unreadable alike (user_file.h) */
+	ok(agent_static_load(p, &st, &err) == -1 && errno == EACCES &&
+	   strstr(err.text, "no such file, or not readable"),
+	   "missing file: EACCES, named (%s)", err.text);
 	rmdir(dir);
 }
 
