@@ -50,6 +50,30 @@ static int relative_offset(const char *s, long long *off)
 	return -1;
 }
 
+/* s has the digits and separators of one of the forms exactly ('d' a
+ * digit): strptime alone would take "1-1-1" or leading blanks. */
+static int has_shape(const char *s)
+{
+	static const char *const shapes[] = {
+		"dddd-dd-dd", "dddd-dd-ddTdd:dd", "dddd-dd-ddTdd:dd:dd",
+	};
+	size_t i, k, n = strlen(s);
+
+	if (n && s[n - 1] == 'Z' && n > 10)
+		n--;
+	for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		if (strlen(shapes[i]) != n)
+			continue;
+		for (k = 0; k < n; k++)
+			if (shapes[i][k] == 'd' ? s[k] < '0' || s[k] > '9' :
+			    s[k] != shapes[i][k])
+				break;
+		if (k == n)
+			return 1;
+	}
+	return 0;
+}
+
 /* An absolute date: YYYY-MM-DD, or with THH:MM[:SS][Z], in UTC.  The
  * fields are checked by converting back: timegm rolls a 31st of
  * February over, and the round trip catches it. */
@@ -62,11 +86,15 @@ static int absolute_time(const char *s, time_t *t)
 	const char *end;
 	size_t i;
 
+	if (!has_shape(s))
+		return -1;
 	for (i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
 		memset(&tm, 0, sizeof(tm));
 		end = strptime(s, forms[i], &tm);
 		if (!end || (*end && strcmp(end, "Z")))
 			continue;
+		if (tm.tm_year < 70)
+			return -3;	/* no result is that old */
 		back = tm;
 		*t = timegm(&back);
 		if (*t == (time_t)-1 || back.tm_mday != tm.tm_mday ||
@@ -96,13 +124,18 @@ int remote_parse_time(const char *s, time_t now, char *out, size_t size,
 		t = now + (time_t)off;
 	else if ((rc = absolute_time(s, &t)) != 0) {
 		snprintf(why, wsize, rc == -2 ? "'%s' is not a date on the "
-			 "calendar" : "'%s' is not a time (YYYY-MM-DD, "
+			 "calendar" : rc == -3 ? "'%s' is before 1970" :
+			 "'%s' is not a time (YYYY-MM-DD, "
 			 "YYYY-MM-DDTHH:MM[:SS], now, today, yesterday, "
 			 "now-COUNT[seconds|minutes|hours|days|weeks])", s);
 		return -1;
 	}
-	if (!gmtime_r(&t, &tm) || strftime(out, size, "%Y-%m-%dT%H:%M:%SZ",
-					   &tm) == 0) {
+	if (t < 0) {
+		snprintf(why, wsize, "'%s' is before 1970", s);
+		return -1;
+	}
+	if (!gmtime_r(&t, &tm) || tm.tm_year + 1900 > 9999 ||
+	    strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) {
 		snprintf(why, wsize, "'%s' is out of range", s);
 		return -1;
 	}

@@ -29,3 +29,17 @@ report_test_render_t_CPPFLAGS = $(AM_CPPFLAGS) $(REPORT_CPPFLAGS) \
 report_test_render_t_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 report_test_render_t_LDADD = report/librender.la lib/libcommap.la \
 	$(JANSSON_LIBS) -lm
+
+# Fuzz target of the report commands' parsers: --since/--until times and
+# step names (seeds in tests/fuzz/corpus/report_args).
+check_PROGRAMS += tests/fuzz/fuzz_report_args.t
+TESTS += tests/fuzz/fuzz_report_args.t
+EXTRA_DIST += tests/fuzz/fuzz_report_args.c
+tests_fuzz_fuzz_report_args_t_SOURCES = tests/fuzz/fuzz_report_args.c \
+	tests/fuzz/standalone_driver.c cli/remote_time.c
+tests_fuzz_fuzz_report_args_t_CPPFLAGS = $(AM_CPPFLAGS) $(REPORT_CPPFLAGS) \
+	-I$(top_srcdir)/cli -I$(top_srcdir)/tests/fuzz \
+	-DFUZZ_TARGET='"report_args"'
+tests_fuzz_fuzz_report_args_t_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_fuzz_fuzz_report_args_t_LDADD = report/librender.la lib/libcommap.la \
+	$(JANSSON_LIBS) -lm
