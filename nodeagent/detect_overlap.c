@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,13 +17,16 @@
 struct slot {
 	uint64_t key;		/* 0: empty */
 	float a, b;		/* aged counts of the two halves */
+	float fa, fb;		/* ... of the samples since the last compute */
 };
 
 struct othread {
 	struct slot *lv[NLEVELS];
 	double tot_a, tot_b;	/* aged mass of each half, evicted included */
+	double ftot_a, ftot_b;	/* ... of the samples since the last compute */
 	uint64_t seq;		/* samples: even ones to A, odd to B */
-	uint64_t fresh;		/* samples since the last compute */
+	uint64_t fresh;		/* samples since the last phase check */
+	uint64_t news;		/* samples since the last compute */
 };
 
 struct cm_overlap {
@@ -140,11 +144,17 @@ static void rescale(struct cm_overlap *ov, double f)
 
 		t->tot_a *= f;
 		t->tot_b *= f;
+		t->ftot_a *= f;
+		t->ftot_b *= f;
 		for (int l = 0; l < NLEVELS; l++)
 			for (unsigned s = 0; t->lv[l] && s < level_slots[l];
 			     s++) {
-				t->lv[l][s].a = (float)(t->lv[l][s].a * f);
-				t->lv[l][s].b = (float)(t->lv[l][s].b * f);
+				struct slot *e = &t->lv[l][s];
+
+				e->a = (float)(e->a * f);
+				e->b = (float)(e->b * f);
+				e->fa = (float)(e->fa * f);
+				e->fb = (float)(e->fb * f);
 			}
 	}
 }
@@ -188,7 +198,7 @@ static struct slot *slot_of(struct cm_overlap *ov, struct slot *tab,
 			victim = s;
 	}
 	ov->st.evictions++;
-	*victim = (struct slot){ key, 0, 0 };
+	*victim = (struct slot){ key, 0, 0, 0, 0 };
 	return victim;
 }
 
@@ -235,19 +245,26 @@ int cm_overlap_add(struct cm_overlap *ov, struct cm_matrix *m, int thread,
 	w = weight_at(ov, now_ns);
 	half = (int)(t->seq++ & 1);
 	t->fresh++;
-	if (half)
+	t->news++;
+	if (half) {
 		t->tot_b += w;
-	else
+		t->ftot_b += w;
+	} else {
 		t->tot_a += w;
+		t->ftot_a += w;
+	}
 	for (int l = 0; l < NLEVELS; l++) {
 		struct slot *s = slot_of(ov, t->lv[l], level_slots[l],
 					 block_key(space, inode, region, addr,
 						   level_shift[l]));
 
-		if (half)
+		if (half) {
 			s->b = (float)(s->b + w);
-		else
+			s->fb = (float)(s->fb + w);
+		} else {
 			s->a = (float)(s->a + w);
+			s->fa = (float)(s->fa + w);
+		}
 	}
 	ov->st.accesses++;
 	return 0;
@@ -464,7 +481,7 @@ int cm_overlap_test(struct cm_overlap *ov, int level, double *r, int *beaten)
 		return -1;
 	}
 	k = active(ov, idx);
-	if (k < 4) {
+	if (k < CM_OVERLAP_TEST_THREADS) {
 		*r = 0;
 		*beaten = 0;
 		free(idx);
@@ -473,6 +490,77 @@ int cm_overlap_test(struct cm_overlap *ov, int level, double *r, int *beaten)
 	rv = halves_agree(ov, idx, k, level, r, beaten);
 	free(idx);
 	return rv;
+}
+
+/* ---- a thread that changed what it works on ---------------------------- */
+
+/* Whether thread t's samples since the last compute left the memory it
+ * worked on before: their overlap with its older samples is below half
+ * the overlap of their own two halves (what samples of one distribution
+ * give at this sample size, so a thread spread thin over a large array
+ * is not taken for a moving one). */
+static bool moved(const struct othread *t)
+{
+	const struct slot *e = t->lv[0];
+	double old = t->tot_a + t->tot_b - t->ftot_a - t->ftot_b;
+	double fresh = t->ftot_a + t->ftot_b, change = 0, halves = 0;
+
+	/* old: a difference of sums, not exactly 0 when there is none */
+	if (old <= 1e-6 * fresh ||
+	    !(t->ftot_a > 0) || !(t->ftot_b > 0))
+		return false;
+	for (unsigned s = 0; s < CM_OVERLAP_FINE_SLOTS; s++) {
+		double pf, po, pa, pb;
+
+		if (!e[s].key)
+			continue;
+		pf = ((double)e[s].fa + e[s].fb) / fresh;
+		po = ((double)e[s].a + e[s].b - e[s].fa - e[s].fb) / old;
+		pa = e[s].fa / t->ftot_a;
+		pb = e[s].fb / t->ftot_b;
+		change += pf < po ? pf : po;
+		halves += pa < pb ? pa : pb;
+	}
+	return change < 0.5 * halves;
+}
+
+/* Keep only the samples since the last check (moved: the older ones
+ * describe a phase that is over), or just start a new "since". */
+static void end_round(struct othread *t, bool forget_old)
+{
+	for (int l = 0; l < NLEVELS; l++)
+		for (unsigned s = 0; s < level_slots[l]; s++) {
+			struct slot *e = &t->lv[l][s];
+
+			if (forget_old) {
+				e->a = e->fa;
+				e->b = e->fb;
+			}
+			e->fa = e->fb = 0;
+		}
+	if (forget_old) {
+		t->tot_a = t->ftot_a;
+		t->tot_b = t->ftot_b;
+	}
+	t->ftot_a = t->ftot_b = 0;
+	t->fresh = 0;
+}
+
+/* After a compute: threads that moved forget their past.  A thread with
+ * too few samples since its last check keeps gathering them. */
+static void phase_check(struct cm_overlap *ov)
+{
+	for (int i = 0; i < ov->n; i++) {
+		struct othread *t = &ov->th[i];
+		bool m;
+
+		t->news = 0;
+		if (!t->lv[0] || t->fresh < CM_OVERLAP_MIN_FRESH)
+			continue;
+		m = moved(t);
+		ov->st.moves += m;
+		end_round(t, m);
+	}
 }
 
 /* ---- into the matrix -------------------------------------------------- */
@@ -486,8 +574,8 @@ static int add_weights(struct cm_overlap *ov, struct cm_matrix *m,
 	for (int a = 0; a < k; a++)
 		for (int b = a + 1; b < k; b++) {
 			double w = o[a * k + b] *
-				   (double)(ov->th[idx[a]].fresh +
-					    ov->th[idx[b]].fresh) / 2;
+				   (double)(ov->th[idx[a]].news +
+					    ov->th[idx[b]].news) / 2;
 
 			if (w <= 0)
 				continue;
@@ -500,6 +588,16 @@ static int add_weights(struct cm_overlap *ov, struct cm_matrix *m,
 	return 0;
 }
 
+static double max_of(const double *o, int k)
+{
+	double mx = 0;
+
+	for (int a = 0; a < k * k; a++)
+		if (o[a] > mx)
+			mx = o[a];
+	return mx;
+}
+
 /* Compute over k active threads: level, test, weights. */
 static int compute(struct cm_overlap *ov, struct cm_matrix *m, const int *idx,
 		   int k, double *o)
@@ -508,12 +606,13 @@ static int compute(struct cm_overlap *ov, struct cm_matrix *m, const int *idx,
 	double r = 0;
 	int beaten = 0;
 
-	if (overlap_of(ov, idx, k, 0, BOTH, o) < CM_OVERLAP_MIN_SHARED) {
+	if (overlap_of(ov, idx, k, 0, BOTH, o) < CM_OVERLAP_MIN_SHARED &&
+	    max_of(o, k) < CM_OVERLAP_MIN_FINE) {
 		level = 1;
 		overlap_of(ov, idx, k, 1, BOTH, o);
 		ov->st.coarse++;
 	}
-	if (k >= 4) {
+	if (k >= CM_OVERLAP_TEST_THREADS) {
 		trusted = halves_agree(ov, idx, k, level, &r, &beaten);
 		if (trusted < 0)
 			return -1;
@@ -548,8 +647,7 @@ int cm_overlap_flush(struct cm_overlap *ov, struct cm_matrix *m)
 	rv = k;
 	if (k >= 2 && compute(ov, m, idx, k, o) < 0)
 		rv = -1;
-	for (int i = 0; i < ov->n; i++)
-		ov->th[i].fresh = 0;
+	phase_check(ov);
 out:
 	free(idx);
 	free(o);

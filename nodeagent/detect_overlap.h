@@ -19,13 +19,14 @@
  *
  * Levels.  Blocks of 64 KiB (CM_OVERLAP_FINE_SHIFT) and, as a fallback
  * when fewer than CM_OVERLAP_MIN_SHARED (block, pair) coincidences exist
- * at that level, 2 MiB (CM_OVERLAP_COARSE_SHIFT).  A block never crosses a
+ * at that level and no pair overlaps by CM_OVERLAP_MIN_FINE, 2 MiB
+ * (CM_OVERLAP_COARSE_SHIFT).  A block never crosses a
  * mapping boundary: the caller passes the start of the address's mapping
  * and it is part of the block's identity.
  *
  * Bounded memory.  Per thread, two open-addressed tables of
- * CM_OVERLAP_FINE_SLOTS and CM_OVERLAP_COARSE_SLOTS entries (16 bytes
- * each: 40 KiB per thread), allocated at the thread's first access, for at
+ * CM_OVERLAP_FINE_SLOTS and CM_OVERLAP_COARSE_SLOTS entries (24 bytes
+ * each: 60 KiB per thread), allocated at the thread's first access, for at
  * most CM_OVERLAP_MAX_THREADS threads (later ones are counted in
  * stats.threads_over, not tracked).  A block that finds its probe window
  * full replaces the entry with the smallest count there (evictions); the
@@ -34,6 +35,13 @@
  * Aging.  A sample at time t weighs 2^((t - t0) / half-life): older
  * samples count less, by a factor of 2 per CM_OVERLAP_HALF_LIFE_NS, with
  * no pass over the tables; the weights are rescaled now and then.
+ *
+ * Phases.  At each compute, a thread whose samples since its last check
+ * (at least CM_OVERLAP_MIN_FRESH) overlap its older samples less than
+ * half as much as the two halves of those recent samples overlap each
+ * other has moved to other memory (a
+ * new phase): its older samples are forgotten at once (stats.moves)
+ * rather than fading over the half-life.
  *
  * Into the matrix.  Every CM_OVERLAP_PERIOD_NS of sample time (at the
  * first access past it, so that a replay of the same accesses gives the
@@ -50,8 +58,8 @@
  * (p < 1 / (1 + shuffles)).  Noise does not repeat between halves;
  * structure (pairs, groups, neighbours) does.  A flat overlap (everyone
  * alike, or nobody sharing) has no structure to repeat and adds nothing:
- * there is nothing to place by.  With fewer than 4 threads the test
- * cannot decide and the overlap is trusted.
+ * there is nothing to place by.  With fewer than CM_OVERLAP_TEST_THREADS
+ * threads the test cannot decide and the overlap is trusted.
  *
  * Not thread-safe.  Functions return -1 with errno.
  */
@@ -70,9 +78,19 @@
 #define CM_OVERLAP_PROBES 8
 #define CM_OVERLAP_MAX_THREADS 1024
 #define CM_OVERLAP_HALF_LIFE_NS 4000000000ull	/* 4 s */
-#define CM_OVERLAP_PERIOD_NS 1000000000ull	/* 1 s */
+#define CM_OVERLAP_PERIOD_NS 250000000ull	/* 250 ms */
 #define CM_OVERLAP_MIN_SHARED 16
+/* ... and when no pair overlaps this much there (a few pairs sharing
+ * small buffers are found at the fine level; the coarse one would merge
+ * their buffers) */
+#define CM_OVERLAP_MIN_FINE 0.05
+/* Threads from which the permutation test can reject: with fewer, too
+ * many of the few relabellings keep a structure (4 threads in 2 pairs:
+ * 8 of the 24), so it could never be significant. */
+#define CM_OVERLAP_TEST_THREADS 6
 #define CM_OVERLAP_PERMUTATIONS 19
+/* Samples since the last compute needed to tell that a thread moved. */
+#define CM_OVERLAP_MIN_FRESH 16
 
 struct cm_overlap_stats {
 	uint64_t accesses;	/* cm_overlap_add calls that counted */
@@ -81,6 +99,8 @@ struct cm_overlap_stats {
 	uint64_t computes;	/* overlap matrices computed */
 	uint64_t trusted;	/* ... passed the permutation test */
 	uint64_t coarse;	/* ... computed at the coarse level */
+	uint64_t moves;		/* threads that left their memory: their
+				 * older samples forgotten */
 	double weight;		/* total weight added to matrices */
 	double last_r;		/* correlation of the halves, last compute */
 	int last_beaten;	/* shuffles that reached it, last compute */

@@ -183,6 +183,7 @@ static void test_groups(void)
 	ok(cosine(m, t, 12) >= 0.95, "groups: cosine %.4f >= 0.95",
 	   cosine(m, t, 12));
 	ok(cm_matrix_get(m, 0, 3) == 0, "groups: nothing between groups");
+	is_int(st.moves, 0, "groups: no thread taken for a moving one");
 	cm_overlap_free(ov);
 	cm_matrix_free(m);
 }
@@ -218,6 +219,7 @@ static void test_stencil(void)
 	   "stencil: trusted (r %.3f)", st.last_r);
 	ok(cosine(m, t, 8) >= 0.95, "stencil, 64 MiB: cosine %.4f >= 0.95",
 	   cosine(m, t, 8));
+	is_int(st.moves, 0, "stencil: no thread taken for a moving one");
 	cm_overlap_free(ov);
 	cm_matrix_free(m);
 }
@@ -265,6 +267,37 @@ static void test_noise(void)
 	   "test's level is 1 in 20)", trusted, trials);
 }
 
+/* 8 threads in pairs (0,1), (2,3), ... for 8 s, then (1,2), (3,4), ...,
+ * (7,0): one second later the new partners are the overlap, not after
+ * several half-lives. */
+static void test_phases(void)
+{
+	struct cm_overlap *ov = cm_overlap_new(0, 0);
+	struct cm_matrix *m = cm_matrix_new(0), *o = cm_matrix_new(0);
+	struct cm_overlap_stats st;
+	uint64_t now = MS;
+
+	for (; now < 10000 * MS; now += 4 * MS)
+		for (int i = 0; i < 8; i++) {
+			int pair = now < 8000 * MS ? i / 2 : ((i + 7) % 8) / 2;
+
+			add(ov, m, i, 0x70000000, 0x70000000 +
+			    (uint64_t)pair * MIB + (now < 8000 * MS ? 0 :
+						    32 * MIB) +
+			    rnd() % (256 * KIB), now);
+		}
+	cm_overlap_stats(ov, &st);
+	cm_overlap_matrix(ov, 0, o);
+	ok(st.moves >= 8, "phases: every thread seen moving (%llu)",
+	   (unsigned long long)st.moves);
+	ok(cm_matrix_get(o, 1, 2) > 0.9 && cm_matrix_get(o, 0, 1) < 0.1,
+	   "phases: the new partners only (%.3f, old %.3f)",
+	   cm_matrix_get(o, 1, 2), cm_matrix_get(o, 0, 1));
+	cm_matrix_free(o);
+	cm_matrix_free(m);
+	cm_overlap_free(ov);
+}
+
 /* The compute runs by itself every period of sample time. */
 static void test_cadence(void)
 {
@@ -295,6 +328,7 @@ int main(void)
 	test_stencil();
 	test_private();
 	test_noise();
+	test_phases();
 	test_cadence();
 	return done_testing();
 }
