@@ -153,6 +153,9 @@ static int spool_ok(const char *dir, char *why, size_t len)
 {
 	struct stat st;
 
+	/* a first step on a fresh node: made as the agent would make it */
+	if (lstat(dir, &st) < 0 && errno == ENOENT)
+		mkdir(dir, 0700);
 	if (lstat(dir, &st) < 0)
 		snprintf(why, len, "%s", strerror(errno));
 	else if (!S_ISDIR(st.st_mode))
