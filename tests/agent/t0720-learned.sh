@@ -89,6 +89,8 @@ ok "run 2: every worker pinned once, to its learned PU" py "$T/r2.json" '
  d["timeline"][-1]["pu_of_thread"], d["migrations"])'
 ok "run 2: no migration after the initial pins (only learned mappings)" \
 	py "$T/r2.json" 'all(m["reason"] == "learned" for m in d["timeline"])'
+ok "run 2: every learned mapping keeps the placement invariant" \
+	"$top_srcdir/tests/e2e/result-check" invariant "$T/r2.json"
 ok "run 2: pin latency recorded for the 8 workers" py "$T/r2.json" \
 	'd["stats"]["pin_latency_ms"]["n"] == 8'
 diag "learned pin latency (ms): $(pyv "$T/r2.json" 'd["stats"]["pin_latency_ms"]')"
