@@ -16,6 +16,8 @@
 
 #include "commap/matrix.h"
 #include "detect_overlap.h"
+#include "detect_table.h"
+#include "evidence.h"
 #include "tap.h"
 
 #define MS 1000000ull
@@ -298,6 +300,50 @@ static void test_phases(void)
 	cm_overlap_free(ov);
 }
 
+/* The seam: stack references counted only, read-only ones into the
+ * sharer table only, writable data into both. */
+static void test_evidence(void)
+{
+	struct cm_detect_config cfg = { 4096, 1024, 0 };
+	struct cm_detect_table *t = cm_detect_table_new(&cfg, NULL);
+	struct cm_overlap *ov = cm_overlap_new(0, 0);
+	struct cm_matrix *m = cm_matrix_new(0), *o = cm_matrix_new(0);
+	struct cm_evidence_counts n = { { 0 } };
+	struct cm_detect_stats ds;
+	struct cm_overlap_stats os;
+	struct cm_block_key k;
+	int ev = 0;
+
+	cm_block_key_private(&k, 1, 0x1000);
+	for (int i = 0; i < 2; i++)
+		ev += cm_evidence_add(t, ov, m, i, &k, 0x1000, CM_REF_STACK,
+				      MS, &n);
+	cm_detect_stats(t, &ds);
+	ok(ev == 0 && ds.accesses == 0 && n.refs[CM_REF_STACK] == 2,
+	   "stack: counted, not in the table");
+	cm_block_key_private(&k, 1, 0x2000);
+	for (int i = 0; i < 2; i++)
+		ev += cm_evidence_add(t, ov, m, i, &k, 0x2000,
+				      CM_REF_READONLY, MS, &n);
+	cm_overlap_stats(ov, &os);
+	ok(ev == 1 && os.accesses == 0 && n.refs[CM_REF_READONLY] == 2,
+	   "read-only: a table event, not in the overlap");
+	cm_block_key_private(&k, 1, 0x3000);
+	for (int i = 0; i < 2; i++)
+		ev += cm_evidence_add(t, ov, m, i, &k, 0x3000, CM_REF_DATA, MS,
+				      &n);
+	cm_overlap_stats(ov, &os);
+	cm_overlap_matrix(ov, 0, o);
+	ok(ev == 2 && os.accesses == 2 && cm_matrix_get(o, 0, 1) == 1.0,
+	   "data: the table and the overlap");
+	ok(cm_evidence_add(t, ov, m, 0, &k, 0, CM_REF_NCLASSES, MS, &n) < 0,
+	   "an unknown class: EINVAL");
+	cm_matrix_free(o);
+	cm_matrix_free(m);
+	cm_overlap_free(ov);
+	cm_detect_table_free(t);
+}
+
 /* The compute runs by itself every period of sample time. */
 static void test_cadence(void)
 {
@@ -329,6 +375,7 @@ int main(void)
 	test_private();
 	test_noise();
 	test_phases();
+	test_evidence();
 	test_cadence();
 	return done_testing();
 }
