@@ -710,12 +710,25 @@ static json_t *key_from(const json_t *result, const struct side *run,
 	return key;
 }
 
+/* Slurm's id of the batch step (slurm.h: SLURM_BATCH_SCRIPT). */
+#define BATCH_STEP 4294967291LL
+
 static json_t *run_key(const struct run *r, struct cm_error *err)
 {
+	const json_t *step = json_object_get(json_object_get(r->head,
+						"identity"), "step");
 	struct side ids = { 0 };
 	int64_t tpr = 0;
 	json_t *key = NULL;
 
+	/* An sbatch script whose threads shared nothing (a shell starting
+	 * srun steps) has no mapping to learn; a batch step that
+	 * communicates (mpirun inside the script) is the application. */
+	if (json_integer_value(step) == BATCH_STEP && r->ne == 0) {
+		cm_errorf(err, ENODATA, "the batch script shared no memory: "
+			  "nothing to learn");
+		return NULL;
+	}
 	if (result_idents(r, &ids, &tpr, err) == 0)
 		key = key_from(r->head, &ids, tpr, err);
 	side_free(&ids);

@@ -174,6 +174,18 @@ req $A GET /v1/jobs/4010
 is "the job's summary: the largest step's threads" \
 	"$(jq_py 'j["summary"]["threads"]')" 4
 
+# ... and the batch script, a shell that shared nothing, gets no learned
+# model; its stencil steps do (the service folds uploads in the
+# background: wait until /metrics shows none pending).
+for _ in $(seq 120); do
+	req - GET /metrics
+	printf '%s' "$body" | grep -qx "commap_model_pending 0" && break
+	sleep 0.5
+done
+req $A GET /v1/models
+is "learned models of the sbatch job: stencil's, none for bash" \
+	"$(jq_py 'sorted(set(m["app"] for m in j["models"]))')" '["stencil"]'
+
 # 4. sacct's times.
 as $A jobs --since yesterday
 is "--since yesterday: exit 0" "$status" 0
