@@ -25,6 +25,9 @@ fuzz_matrix_json|fuzz_matrix_csv) ;;
 fuzz_map_weights)
 	lib=$(cd "$top" && echo lib/*.c)
 	libs="$libs $(pkg-config --cflags --libs hwloc)"
+	# an input runs two mappings; the exact search alone may use its
+	# whole budget (~0.3 s here, ten times that under the sanitizers)
+	timeout=60
 	;;
 fuzz_result_upload)
 	lib="$lib service/result_validate.c lib/placement_check.c"
@@ -65,6 +68,6 @@ dict=
 [ -f "$here/$target.dict" ] && dict="-dict=$here/$target.dict"
 cd "$work"
 # shellcheck disable=SC2086
-exec "./$target" -max_total_time="$secs" -max_len=4096 -timeout=10 \
+exec "./$target" -max_total_time="$secs" -max_len=4096 -timeout="${timeout:-10}" \
 	-rss_limit_mb=4096 -print_final_stats=1 $dict "$@" \
 	"$work/corpus" "$seeds"
