@@ -175,11 +175,17 @@ static void draw_pu(struct topo_draw *d, int i, double x, double y)
 	fprintf(d->out, "<text x=\"%.0f\" y=\"%.0f\">PU %d</text>", x + 4,
 		y + 13, os);
 	for (k = 0; k < count && k < PU_SHOWN; k++) {
-		int t = d->placed.order[first + k];
+		const struct cm_report_thread *t =
+			&d->r->threads[d->placed.order[first + k]];
 
+		/* the tid as a tooltip: what ps, top and gdb show */
 		fprintf(d->out, "<text class=\"thread\" x=\"%.0f\" y=\"%.0f\" "
-			"font-weight=\"bold\">%s</text>", x + 6,
-			y + 13 + PU_LINE * (k + 1), d->r->threads[t].label);
+			"font-weight=\"bold\">%s", x + 6,
+			y + 13 + PU_LINE * (k + 1), t->label);
+		if (t->tid >= 0)
+			fprintf(d->out, "<title>%s (tid %lld)</title>",
+				t->label, t->tid);
+		fputs("</text>", d->out);
 	}
 	if (count > PU_SHOWN) {
 		fprintf(d->out, "<text x=\"%.0f\" y=\"%.0f\">+%d more<title>",

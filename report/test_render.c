@@ -531,8 +531,27 @@ static void test_migration_axis(void)
 	json_decref(doc);
 }
 
+/* Threads on the topology carry their tid. */
+static void test_topology_tids(void)
+{
+	json_t *doc = make_result(4, 2, 1.0, "pack:1 core:4 pu:1", "0-3",
+				  "app");
+	struct cm_report *r = NULL;
+	char *buf = NULL;
+	int rc;
+
+	ok(cm_report_parse(&r, doc, NULL) == 0, "a 4-thread result parses");
+	RENDER(buf, cm_render_topology_svg(f_, r, NULL, 0, NULL));
+	ok(rc == 0 && strstr(buf, "<title>r1.t1 (tid 103)</title>"),
+	   "a thread on its PU has its tid as a tooltip");
+	free(buf);
+	cm_report_free(r);
+	json_decref(doc);
+}
+
 int main(void)
 {
+	test_topology_tids();
 	test_migration_axis();
 	test_heatmap_order();
 	test_outcome();
