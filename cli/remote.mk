@@ -1,6 +1,5 @@
 # cli/remote.mk: the service client commands 'commap report', 'jobs',
-# 'apps' (cli/cmd_remote.c; docs/cli.md).  Owned by the reports work
-# (issue 6).  Requests use libcurl and libmunge when configure found them
+# 'apps' (cli/cmd_remote.c; docs/cli.md).  Requests use libcurl and libmunge when configure found them
 # (HAVE_CURL/HAVE_MUNGE in config.h); without them the commands say why
 # and exit 1.  --format svg|html use the report library (report/render.h).
 cli_commap_SOURCES += cli/cmd_remote.c cli/remote.h cli/remote_http.c \
@@ -21,6 +20,6 @@ TESTS += tests/service/t0650-cli.sh tests/service/t0655-report-why.sh
 endif
 endif
 
-# SVG and HTML reports (helper G2's report library).
+# SVG and HTML reports, and the what-happened lines (the report library).
 cli_commap_CFLAGS += $(REPORT_CPPFLAGS) -DCLI_HAVE_RENDER
 cli_commap_LDADD += report/librender.la lib/libcommap.la $(JANSSON_LIBS) -lm

@@ -165,7 +165,7 @@ static void text_result_free(struct text_result *r)
 
 /* ---- summary ------------------------------------------------------------- */
 
-/* Whether the run started from a learned model (issue 7; the agent's
+/* Whether the run started from a learned model (the agent's
  * "model" field, absent when it did not look for one). */
 static void print_model_used(FILE *out, const json_t *doc)
 {

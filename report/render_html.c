@@ -664,7 +664,7 @@ int cm_render_app_html(FILE *out, const char *app, const json_t *info,
 	return cm_render_app_models_html(out, app, info, jobs, NULL, o, err);
 }
 
-/* The learned models of the application (issue 7), newest first. */
+/* The learned models of the application, newest first. */
 static int app_models(FILE *out, const json_t *models,
 		      const struct cm_render_opts *o, struct cm_error *err)
 {
