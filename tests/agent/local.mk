@@ -68,7 +68,7 @@ AGENT_SH_TESTS = \
 	tests/agent/t0710-agent.sh \
 	tests/agent/t0750-check.sh \
 	tests/agent/t0770-placement.sh \
-	tests/agent/t0780-watchdog.sh
+	tests/agent/t0785-watchdog.sh
 if HAVE_CAPSTONE
 TESTS += $(AGENT_SH_TESTS)
 endif
