@@ -40,6 +40,8 @@
  * stack pointer); past this, a thread's own stack is still known from
  * its sample's stack pointer. */
 #define PROC_STACKS 128
+/* Mappings this large are shadow memory (classify). */
+#define SHADOW_MIN_BYTES (1ull << 40)
 
 enum th_state {
 	TH_NEW = 0,	/* not yet seen by sync */
@@ -1121,6 +1123,11 @@ static int classify(const struct cproc *cp, const struct cm_map_region *r,
 	if (r->start == sp_region || strcmp(r->path, "[stack]") == 0 ||
 	    known_stack(cp, r->start))
 		return CM_REF_STACK;
+	/* A terabyte-sized mapping is a sanitizer's shadow memory (ASan's
+	 * covers 15 TiB), whose bytes stand for many threads' neighbouring
+	 * data: not evidence of sharing for the overlap. */
+	if (r->end - r->start >= SHADOW_MIN_BYTES)
+		return CM_REF_READONLY;
 	return r->perms[1] == 'w' ? CM_REF_DATA : CM_REF_READONLY;
 }
 

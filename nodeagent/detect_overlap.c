@@ -18,6 +18,7 @@ struct slot {
 	uint64_t key;		/* 0: empty */
 	float a, b;		/* aged counts of the two halves */
 	float fa, fb;		/* ... of the samples since the last compute */
+	uint16_t pages;		/* fine level: 4 KiB pages of the block seen */
 };
 
 struct othread {
@@ -37,6 +38,7 @@ struct cm_overlap {
 	uint64_t next;		/* next compute (sample time), 0: unset */
 	int started;
 	uint64_t seed;
+	uint64_t probes;	/* slots scanned by the last compute */
 	struct cm_overlap_stats st;
 };
 
@@ -198,7 +200,7 @@ static struct slot *slot_of(struct cm_overlap *ov, struct slot *tab,
 			victim = s;
 	}
 	ov->st.evictions++;
-	*victim = (struct slot){ key, 0, 0, 0, 0 };
+	*victim = (struct slot){ key, 0, 0, 0, 0, 0 };
 	return victim;
 }
 
@@ -214,6 +216,17 @@ static const struct slot *slot_find(const struct slot *tab, unsigned nslots,
 			return NULL;
 	}
 	return NULL;
+}
+
+/* The time to the next compute: the period, or longer when computes got
+ * expensive (many threads): CM_OVERLAP_NS_PER_PROBE of sample time per
+ * slot the last one scanned, a bound counted in work, not measured, so a
+ * replay computes at the same points. */
+static uint64_t next_period(const struct cm_overlap *ov)
+{
+	uint64_t spread = ov->probes * CM_OVERLAP_NS_PER_PROBE;
+
+	return spread > ov->period ? spread : ov->period;
 }
 
 int cm_overlap_add(struct cm_overlap *ov, struct cm_matrix *m, int thread,
@@ -233,9 +246,10 @@ int cm_overlap_add(struct cm_overlap *ov, struct cm_matrix *m, int thread,
 		return 0;
 	}
 	if (ov->started && now_ns >= ov->next) {
+		ov->probes = 0;
 		if (cm_overlap_flush(ov, m) < 0)
 			return -1;
-		ov->next = now_ns + ov->period;
+		ov->next = now_ns + next_period(ov);
 	}
 	t = thread_get(ov, thread);
 	if (!t) {
@@ -258,6 +272,8 @@ int cm_overlap_add(struct cm_overlap *ov, struct cm_matrix *m, int thread,
 					 block_key(space, inode, region, addr,
 						   level_shift[l]));
 
+		if (l == 0)
+			s->pages |= (uint16_t)(1u << ((addr >> 12) & 15));
 		if (half) {
 			s->b = (float)(s->b + w);
 			s->fb = (float)(s->fb + w);
@@ -301,6 +317,17 @@ static double share(const struct othread *t, const struct slot *s,
 	}
 }
 
+/* Two threads seen on several pages of one 64 KiB block each, never on
+ * the same one, are neighbours in memory, not sharers: page-aligned
+ * private buffers side by side in one mapping.  With fewer pages seen the
+ * samples are too sparse to tell (a 64 MiB array sampled a few times per
+ * block), and the block counts. */
+static bool apart(uint16_t a, uint16_t b)
+{
+	return !(a & b) && __builtin_popcount(a) >= CM_OVERLAP_APART_PAGES &&
+	       __builtin_popcount(b) >= CM_OVERLAP_APART_PAGES;
+}
+
 /* O_ij at a level; *hits counts the blocks both touched. */
 static double pair_overlap(const struct othread *ti, const struct othread *tj,
 			   int level, enum which h, long *hits)
@@ -316,7 +343,7 @@ static double pair_overlap(const struct othread *ti, const struct othread *tj,
 		if (!a[s].key)
 			continue;
 		b = slot_find(tj->lv[level], ns, a[s].key);
-		if (!b)
+		if (!b || (level == 0 && apart(a[s].pages, b->pages)))
 			continue;
 		pi = share(ti, &a[s], h);
 		pj = share(tj, b, h);
@@ -339,11 +366,13 @@ static int active(const struct cm_overlap *ov, int *idx)
 }
 
 /* o[a * k + b] = O between active threads a and b (a != b). */
-static long overlap_of(const struct cm_overlap *ov, const int *idx, int k,
+static long overlap_of(struct cm_overlap *ov, const int *idx, int k,
 		       int level, enum which h, double *o)
 {
 	long hits = 0;
 
+	/* the cost: every slot of a table scanned, per pair */
+	ov->probes += (uint64_t)k * (uint64_t)(k - 1) / 2 * level_slots[level];
 	for (int a = 0; a < k; a++) {
 		o[a * k + a] = 0;
 		for (int b = a + 1; b < k; b++) {
@@ -606,7 +635,10 @@ static int compute(struct cm_overlap *ov, struct cm_matrix *m, const int *idx,
 	double r = 0;
 	int beaten = 0;
 
-	if (overlap_of(ov, idx, k, 0, BOTH, o) < CM_OVERLAP_MIN_SHARED &&
+	if (!CM_OVERLAP_FALLBACK)
+		overlap_of(ov, idx, k, 0, BOTH, o);
+	if (CM_OVERLAP_FALLBACK &&
+	    overlap_of(ov, idx, k, 0, BOTH, o) < CM_OVERLAP_MIN_SHARED &&
 	    max_of(o, k) < CM_OVERLAP_MIN_FINE) {
 		level = 1;
 		overlap_of(ov, idx, k, 1, BOTH, o);

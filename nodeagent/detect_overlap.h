@@ -17,16 +17,21 @@
  * as the minimum, so a thread that samples more does not weigh more and a
  * block counts only as much as the lesser of the two uses it.
  *
- * Levels.  Blocks of 64 KiB (CM_OVERLAP_FINE_SHIFT) and, as a fallback
- * when fewer than CM_OVERLAP_MIN_SHARED (block, pair) coincidences exist
- * at that level and no pair overlaps by CM_OVERLAP_MIN_FINE, 2 MiB
- * (CM_OVERLAP_COARSE_SHIFT).  A block never crosses a
+ * Levels.  Blocks of 64 KiB (CM_OVERLAP_FINE_SHIFT) and 2 MiB
+ * (CM_OVERLAP_COARSE_SHIFT), the coarse one a fallback when fewer than
+ * CM_OVERLAP_MIN_SHARED (block, pair) coincidences exist at 64 KiB and
+ * no pair overlaps by CM_OVERLAP_MIN_FINE there — off for now
+ * (CM_OVERLAP_FALLBACK, below).  A block never crosses a
  * mapping boundary: the caller passes the start of the address's mapping
- * and it is part of the block's identity.
+ * and it is part of the block's identity.  Within a 64 KiB block, each
+ * thread's entry keeps the 4 KiB pages it touched, and a block does not
+ * count for a pair that each touched CM_OVERLAP_APART_PAGES pages of it
+ * or more, none in common: private buffers side by side inside one
+ * mapping (anonymous mappings merge) share blocks but no page.
  *
  * Bounded memory.  Per thread, two open-addressed tables of
- * CM_OVERLAP_FINE_SLOTS and CM_OVERLAP_COARSE_SLOTS entries (24 bytes
- * each: 60 KiB per thread), allocated at the thread's first access, for at
+ * CM_OVERLAP_FINE_SLOTS and CM_OVERLAP_COARSE_SLOTS entries (32 bytes
+ * each: 80 KiB per thread), allocated at the thread's first access, for at
  * most CM_OVERLAP_MAX_THREADS threads (later ones are counted in
  * stats.threads_over, not tracked).  A block that finds its probe window
  * full replaces the entry with the smallest count there (evictions); the
@@ -79,6 +84,18 @@
 #define CM_OVERLAP_MAX_THREADS 1024
 #define CM_OVERLAP_HALF_LIFE_NS 4000000000ull	/* 4 s */
 #define CM_OVERLAP_PERIOD_NS 250000000ull	/* 250 ms */
+/* Computes spaced by at least this much sample time per table slot they
+ * scan: a slot cost 1.3-1.7 ns (measured, -O2: 12 threads 0.7 ms per
+ * compute, 64 threads 16 ms), so a compute takes under 2% of the time
+ * between two; 12 threads stay at the period, 64 compute every ~1.2 s. */
+#define CM_OVERLAP_NS_PER_PROBE 100ull
+/* The 2 MiB fallback is off: blocks that coarse span neighbouring
+ * private buffers inside one mapping (anonymous mappings merge), and
+ * 8 threads on private 4 MiB buffers under ASan (their shadow memory 8
+ * times denser) came out as two false groups of 4 at 2 MiB.  The coarse
+ * counts are kept (cm_overlap_matrix level 1) for a fallback with a
+ * guard against that. */
+#define CM_OVERLAP_FALLBACK 0
 #define CM_OVERLAP_MIN_SHARED 16
 /* ... and when no pair overlaps this much there (a few pairs sharing
  * small buffers are found at the fine level; the coarse one would merge
@@ -91,6 +108,9 @@
 #define CM_OVERLAP_PERMUTATIONS 19
 /* Samples since the last compute needed to tell that a thread moved. */
 #define CM_OVERLAP_MIN_FRESH 16
+/* Pages of a 64 KiB block each of two threads must have touched for
+ * "no page in common" to mean they do not share it. */
+#define CM_OVERLAP_APART_PAGES 4
 
 struct cm_overlap_stats {
 	uint64_t accesses;	/* cm_overlap_add calls that counted */

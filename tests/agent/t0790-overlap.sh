@@ -39,6 +39,9 @@ live groups --pattern clusters --cluster 3 --threads 12 --cpu-seconds 0.5 \
 	--yield-every 16
 c=$(cosine groups)
 ok "groups of 3 with yields: cosine $c >= 0.9" at_least "$c" 0.9
+ok "groups: references classified (stack ones counted apart, most are data)" \
+	awk '$1 == "a" { c[$9]++ } END { exit !(c[2] > 0 && c[0] > 10 * (c[1] + c[2])) }' \
+	"$T/groups.rec"
 "$commap" replay "$T/groups.rec" >"$T/groups.r.json"
 r=$(cosine groups "$T/groups.r.json")
 ok "groups, replayed: cosine $r >= 0.9" at_least "$r" 0.9
