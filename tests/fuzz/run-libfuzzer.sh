@@ -46,6 +46,24 @@ fuzz_proc_maps|fuzz_perf_record|fuzz_fault_format|fuzz_decode)
 	inc="$inc -I$top/nodeagent"
 	libs="$libs $(pkg-config --cflags --libs capstone)"
 	;;
+fuzz_cma_record|fuzz_recording)
+	# the detection library (nodeagent/local.mk, record.mk)
+	lib=$(cd "$top" && echo lib/*.c nodeagent/decode.c \
+		nodeagent/perf_sample.c nodeagent/detect_table.c \
+		nodeagent/detect_overlap.c nodeagent/evidence.c \
+		nodeagent/collect.c nodeagent/fault_sample.c \
+		nodeagent/cma_trace.c nodeagent/cma_pair.c \
+		nodeagent/cma_attrib.c nodeagent/sample_rate.c \
+		nodeagent/numa_balancing.c nodeagent/record.c \
+		nodeagent/record_read.c nodeagent/proc_track.c)
+	inc="$inc -I$top/nodeagent"
+	libs="$libs $(pkg-config --cflags --libs hwloc capstone)"
+	;;
+fuzz_report_args)
+	lib=$(cd "$top" && echo lib/*.c report/render_*.c cli/remote_time.c)
+	inc="$inc -I$top/report -I$top/cli"
+	libs="$libs $(pkg-config --cflags --libs hwloc)"
+	;;
 *) echo "run-libfuzzer.sh: unknown target '$target'" >&2; exit 2 ;;
 esac
 CC=${CC:-clang}
