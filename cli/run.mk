@@ -1,5 +1,5 @@
-# cli/run.mk: 'commap run' (cli/cmd_run.c).  Owned by the agent work
-# (issue 4).  cmd_run.c is always compiled; with capstone the agent is
+# cli/run.mk: 'commap run' (cli/cmd_run.c).  Part of the node agent's
+# work.  cmd_run.c is always compiled; with capstone the agent is
 # built and 'commap run' starts it (COMMAP_HAVE_AGENT, its installed path
 # in COMMAP_AGENT_PATH), without it 'commap run' says why and exits 1.
 cli_commap_SOURCES += cli/cmd_run.c cli/cmd_replay.c

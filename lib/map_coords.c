@@ -10,7 +10,7 @@
  * recursive coordinate bisection (Berger & Bokhari 1987) without
  * coordinates.  Its cuts are straight at every level, which a multilevel
  * bisection with one V-cycle is not, and a jagged block costs more at
- * every level below it (docs/PERFORMANCE.md, "Session 7: meshes at 4096
+ * every level below it (docs/PERFORMANCE.md, "Meshes at 4096
  * threads").  The placement uses these splits only where they cut no
  * more than multilevel bisection at the first split (map_groups.c).
  */

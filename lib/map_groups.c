@@ -96,7 +96,7 @@
  * swaps across the light links (a pair of moves); 15 moves without a gain
  * found nothing more on tests/bench/map (clusters, pairs, ring: the same
  * costs at every size with 1, 3, 6 or 15) and cost 9% of clusters16 at
- * 1024 threads (session 6). */
+ * 1024 threads. */
 #ifndef LEAN_LOOSE_FM_PATIENCE
 #define LEAN_LOOSE_FM_PATIENCE 3
 #endif
@@ -133,11 +133,11 @@
 #endif
 /* Two V-cycles at the top and multilevel down to 128 threads brought the
  * 4096 3D stencil level with Scotch, but took it to 21-23 ms on the
- * quiet Xeon VM of session 5, over the 20 ms target (the old path took
+ * quiet 2-core Xeon VM, over the 20 ms target (the old path took
  * 15.5-18.6 ms there).  One V-cycle and multilevel from 256 threads
  * (the lean default) keep 15.9 ms, at 1.0036 (2D) and 1.0075 (3D) of
  * Scotch's cost, against 1.0096 and 1.0133 without the large effort
- * (docs/PERFORMANCE.md, "Mapping", session 5). */
+ * (docs/PERFORMANCE.md, "Mapping"). */
 #ifndef LEAN_LARGE_ML_MIN
 #define LEAN_LARGE_ML_MIN 256
 #endif
@@ -148,8 +148,8 @@
  * every split is then a plane: stencil2d 22400 and stencil3d 36352, the
  * costs of recursive coordinate bisection, 0.9932 and 1.0000 of Scotch
  * (0.9917-0.9981 and 0.9855-1.0000 over five seeds), in less time than
- * the multilevel splits (docs/PERFORMANCE.md, "Session 7: meshes at
- * 4096 threads").  At 1024 threads the costs are already Scotch's or
+ * the multilevel splits (docs/PERFORMANCE.md, "Meshes at 4096
+ * threads").  At 1024 threads the costs are already Scotch's or
  * lower and the straight splits cost more time than lean multilevel. */
 #ifndef LEAN_COORD_PIVOTS
 #define LEAN_COORD_PIVOTS 8
@@ -165,7 +165,7 @@
  * splits only (before the straight ones), over five seeds at 4096
  * threads: stencil2d 1.0053 of Scotch on average (was 1.0068), stencil3d
  * 0.9976 (was 1.0024), for a third more work (docs/PERFORMANCE.md,
- * "Mapping", session 7). */
+ * "Meshes at 4096 threads"). */
 #ifndef LEAN_LARGE_MESH_SHARE
 #define LEAN_LARGE_MESH_SHARE 8
 #endif
@@ -553,7 +553,7 @@ static int loose(const struct place *p)
 }
 
 /* Row x of the matrix (its own storage: a copy of all rows in one block
- * cost more in page faults than it saved in cache misses, session 7). */
+ * cost more in page faults than it saved in cache misses). */
 static int place_row(const struct place *p, int x,
 		     const struct cm_matrix_entry **row)
 {
@@ -758,7 +758,7 @@ static void grow_side_a(struct place *p, const int *T, int t, int ta,
  * p->ordered) instead of growing again: prefixes of a growing order are
  * compact (whole groups, runs of a ring or of pairs), and FM then mends
  * the borders.  Greedy growing was a fifth of a mapping of 1024 threads
- * in groups of 16 (session 6). */
+ * in groups of 16. */
 static void grow_order(struct place *p, int *T, int t, int ta)
 {
 	grow_side_a(p, T, t, t, p->buf);

@@ -8,7 +8,7 @@
  * version 1 (readers ignore unknown keys): "warnings", a list of the
  * one-line reasons the agent could not do what it was asked (perf not
  * permitted, no capstone, ...), and stats.decode_rate / stats.threads_seen;
- * for learned mappings (issue 7) identity.exe_hash / argv_shape /
+ * for learned mappings: identity.exe_hash / argv_shape /
  * threads_per_rank, the top-level "model" and stats.pin_latency_ms.
  */
 #ifndef COMMAP_AGENT_RESULT_H

@@ -1,5 +1,5 @@
 /* app_identity.h: what makes two runs "the same application" for learned
- * mappings (issue 7, docs/service.md "Learned models", docs/agent.md).
+ * mappings (docs/service.md "Learned models", docs/agent.md).
  *
  *   exe_hash    "sha256:<64 hex>" of the executable's bytes; when they
  *               cannot be read (or commap was built without libcrypto),

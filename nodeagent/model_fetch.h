@@ -1,5 +1,5 @@
 /* model_fetch.h: the learned model of an application, fetched from the
- * service at step start (issue 7; docs/service.md "Learned models",
+ * service at step start (docs/service.md "Learned models",
  * docs/agent.md "Learned mappings").
  *
  *   GET /v1/models?exe_hash=H&ranks=R&argv_shape=S[&threads_per_rank=T]

@@ -3,7 +3,7 @@
  *
  * The sampling period is the overhead knob (docs/detection.md): each
  * sample costs the application the timer interrupt and the register dump
- * (~15 µs on this VM, a few µs on bare metal), and the agent ~1-2 µs more
+ * (~15 µs on a VM with a slow timer, a few µs on bare metal), and the agent ~1-2 µs more
  * reading, decoding and counting it, on the same CPUs.  The user gives a
  * budget, a fraction of the application's CPU time (--overhead, 1%), and
  * the agent spends it on samples:
@@ -46,8 +46,8 @@
  * the policy target = budget x CM_RATE_AIM).  The model does not see all
  * that the application pays: the cost measured at start runs register
  * arithmetic, which the interrupt does not disturb, and real code pays
- * more per sample (session 4: 17 us per sample against 13.6 measured,
- * +25%; session 6 on a quiet machine: 3.7 us measured, and an elapsed
+ * more per sample (17 us per sample against 13.6 measured, +25%, on
+ * one VM; on a quiet one: 3.7 us measured, and an elapsed
  * ratio of 1.008 (interquartile 0.996-1.025, 15 pairs) at 0.8 of the
  * budget, 4-6 us per sample, and the agent's own CPU on the same cores).
  * The cost per sample also grows as samples get sparser: from the
@@ -56,12 +56,12 @@
  * budget the elapsed ratio was 1.009-1.017 in six sets on a quiet
  * machine (at the promise, not under it); at 0.4 (1.4 ms here) it was
  * 1.001, and every accuracy workload still gave a cosine >= 0.92
- * (docs/PERFORMANCE.md, "Detection overhead", session 6). */
+ * (docs/PERFORMANCE.md, "Detection overhead"). */
 #define CM_RATE_AIM 0.4
 #define CM_RATE_DEFAULT_MIN_NS 250000ull	/* 250 µs */
 #define CM_RATE_DEFAULT_MAX_NS 10000000ull	/* 10 ms */
 #define CM_RATE_DEFAULT_COST_NS 15000ull	/* per sample when not
-						 * measured (this VM) */
+						 * measured (a slow-timer VM) */
 #define CM_RATE_DEFAULT_AGENT_COST_NS 2000ull	/* agent per sample, until
 						 * measured (-O2, docs) */
 #define CM_RATE_DEFAULT_FIRST_DWELL_NS 1000000000ull	/* 1 s */

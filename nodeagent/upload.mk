@@ -1,7 +1,7 @@
 # nodeagent/upload.mk: delivering results to commap-service with a disk
 # spool (nodeagent/upload.h).  With libcurl and libmunge the library
 # uploads; without them it is built spool-only (every result is spooled,
-# with a message saying why).  Owned by the upload work (issue 6).
+# with a message saying why).  Part of the upload work.
 noinst_LTLIBRARIES += nodeagent/libupload.la
 nodeagent_libupload_la_SOURCES = nodeagent/upload.h nodeagent/upload.c
 nodeagent_libupload_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)

@@ -3,7 +3,7 @@
  * promises; every known key is checked for type and range so that what the
  * service stores can be read back without further checks.
  *
- * Speed matters here (issue 6: 2,000 uploads/s of 25 KB results on two
+ * Speed matters here (the aim: 2,000 uploads/s of 25 KB results on two
  * cores), so the body is not turned into jansson values: a strict JSON
  * parser decodes a copy of it in place into an arena of small nodes, and
  * field paths for error messages are formatted only when an error is

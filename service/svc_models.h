@@ -1,4 +1,4 @@
-/* svc_models.h: learned models of applications (issue 7; docs/service.md,
+/* svc_models.h: learned models of applications (docs/service.md,
  * "Learned models").
  *
  * A model is the communication matrix of one user's runs of one

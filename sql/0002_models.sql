@@ -1,4 +1,4 @@
--- 0002_models.sql: learned models (issue 7, docs/service.md "Learned
+-- 0002_models.sql: learned models (docs/service.md "Learned
 -- models").  One row per (user, application identity, shape): the model
 -- document is the aggregated communication matrix of the user's runs of
 -- that executable with that shape, its topology and last mapping.  The

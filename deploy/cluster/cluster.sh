@@ -10,8 +10,8 @@
 # the clients), COMMAP_SLURMCTLD_PORT / COMMAP_SLURMD_PORT (6817 / 6818),
 # so a test cluster can run beside the demo one, COMMAP_FIRST_JOB_ID (1).
 #
-# For Debian 12 as root without systemd (daemons are started by hand, as
-# recorded in shared/notes/platform.md).  Writes /etc/slurm/slurm.conf
+# For Debian 12 as root without systemd (daemons are started by hand: there
+# is no init system to start them).  Writes /etc/slurm/slurm.conf
 # (refusing to replace one it did not write) and keeps state, logs and
 # pid files under $COMMAP_CLUSTER_DIR (default /var/lib/commap-cluster).
 # Idempotent: start stops what runs first.

@@ -11,8 +11,8 @@
 # COMMAP_SERVICE_CONF (/etc/commap/service.conf, written if absent),
 # COMMAP_SERVICE_LISTEN (127.0.0.1:7733).
 #
-# Runs in the foreground of its own session (no systemd here,
-# shared/notes/platform.md) with its log in $COMMAP_SERVICE_DIR/service.log.
+# Runs in the foreground of its own session (for hosts without
+# systemd) with its log in $COMMAP_SERVICE_DIR/service.log.
 # munged must be running (deploy/cluster/cluster.sh start starts it).
 set -euo pipefail
 

@@ -4,7 +4,7 @@
 
 py() { python3 -c "$@"; }
 
-# --- pairs on SMT siblings (issue 3's known answer) ---------------------
+# --- pairs on SMT siblings (the mapper's known answer) -----------------
 "$commap" matrix gen --pattern pairs --threads 8 >"$T/pairs.json"
 run sh -c "\"$commap\" matrix gen --pattern pairs --threads 8 |
 	\"$commap\" map --topology 'pack:2 core:2 pu:2' --matrix - --format json"

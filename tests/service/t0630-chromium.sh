@@ -34,7 +34,7 @@ PY
 req root POST /v1/results --data-binary @"$T/r.json"
 is "a 64-thread result is uploaded" "$code" 201
 
-# Flags that work on this VM: no sandbox (root), no GPU, nothing fetched
+# Flags that work on a VM run as root: no sandbox (root), no GPU, nothing fetched
 # from the network, a fresh profile per run.
 browse() {
 	rm -rf "$T/profile"

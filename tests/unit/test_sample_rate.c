@@ -80,7 +80,7 @@ static void test_initial(void)
 		const char *what;
 	} tab[] = {
 		{ 15 * US, 2 * US, 0.01, 1700 * US,
-		  "this VM: 15 + 2 us at 1%: 1.7 ms" },
+		  "slow-timer VM: 15 + 2 us at 1%: 1.7 ms" },
 		{ 1 * US, 2 * US, 0.01, 300 * US,
 		  "bare metal: 1 + 2 us at 1%: 300 us" },
 		{ 500, 500, 0.01, 250 * US, "1 us in all: the lower bound" },

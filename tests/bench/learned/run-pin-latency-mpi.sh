@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Creation-to-pin latency of learned mappings for MPI ranks and hybrid
-# MPI+OpenMP jobs under srun --mpi=pmix (issue 7; docs/PERFORMANCE.md
+# MPI+OpenMP jobs under srun --mpi=pmix (docs/PERFORMANCE.md
 # "Learned mappings").
 #
 #   bash tests/bench/learned/run-pin-latency-mpi.sh --builddir DIR [--reps N]

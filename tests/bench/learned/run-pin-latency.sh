@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Creation-to-pin latency of threads, learned vs dynamic (issue 7;
-# docs/PERFORMANCE.md "Learned mappings").
+# Creation-to-pin latency of threads, learned vs dynamic
+# (docs/PERFORMANCE.md "Learned mappings").
 #
 #   bash tests/bench/learned/run-pin-latency.sh [--builddir DIR] [--reps N]
 #   make bench-learned          (from a build directory)
@@ -11,7 +11,7 @@
 #   dynamic      no service (no model): pinned at the first interval end
 #   dyn+model    dynamic, starting from the model
 #   learned      --mode learned
-# as dry runs onto "pack:2 core:2 pu:2" (8 PUs; this VM has 2), and prints
+# as dry runs onto "pack:2 core:2 pu:2" (8 PUs, whatever the machine has), and prints
 # the agent's stats.pin_latency_ms (p50/p90/max over the 8 workers of each
 # run; thread creation from /proc/TID/stat, 10 ms ticks) as Markdown, with
 # the load average (the figures depend on it: the machine is shared).
