@@ -83,9 +83,14 @@ e2e_cluster_start() {
 	}
 }
 
-# Rewrite plugstack.conf; slurmstepd rereads it for every step.
+# Rewrite plugstack.conf; slurmstepd rereads it for every step.  srun
+# loads the plugin as the user who runs it, and a build tree in a private
+# directory (a clone in a mktemp -d, or under /root) is closed to other
+# users: the plugin is loaded from a world-readable copy in E2E_DIR.
 e2e_plugstack() {
-	echo "optional $top_builddir/spank/.libs/commap_spank.so $*" \
+	install -m 755 "$top_builddir/spank/.libs/commap_spank.so" \
+		"$E2E_DIR/commap_spank.so" || return 1
+	echo "optional $E2E_DIR/commap_spank.so $*" \
 		>"$SLURM_CONF_DIR/plugstack.conf"
 }
 
