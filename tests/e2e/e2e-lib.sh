@@ -110,8 +110,10 @@ wait_job() {
 	return 1
 }
 
-# wait_for CMD...: up to 10 s for a condition.
+# wait_for CMD...: up to 30 s for a condition.  A step's agent starts in
+# well under a second on a quiet node; under the sanitizers beside other
+# work it has taken over 10 s.  Only a missing outcome waits that long.
 wait_for() {
-	for _ in $(seq 100); do "$@" && return 0; sleep 0.1; done
+	for _ in $(seq 300); do "$@" && return 0; sleep 0.1; done
 	return 1
 }
