@@ -458,6 +458,34 @@ static void test_heatmap_order(void)
 	json_decref(doc);
 }
 
+/* A model the agent could not use is among its warnings too, in the
+ * service's internal words: the report says it once, by name. */
+static void test_outcome_model_once(json_t *doc)
+{
+	const char *key = "no model for exe_hash=sha256:ab ranks=1 "
+			  "argv_shape=app uid=0";
+	json_t *o, *line;
+	size_t i;
+	int model = 0, raw = 0;
+
+	json_object_set_new(doc, "model", json_pack("{s:b,s:s}", "used", 0,
+						    "reason", key));
+	json_array_append_new(json_object_get(doc, "warnings"),
+			      json_sprintf("no learned model: %s", key));
+	o = cm_report_outcome(doc);
+	json_array_foreach(o, i, line) {
+		const char *t = json_string_value(json_object_get(line,
+								  "text"));
+
+		model += t && strstr(t, "no learned model") != NULL;
+		raw += t && strstr(t, "exe_hash=") != NULL;
+	}
+	ok(o && model == 1 && raw == 0,
+	   "an unused model: one line, without the internal key (%d, %d)",
+	   model, raw);
+	json_decref(o);
+}
+
 /* The first lines of a report: headline, warnings, evidence, names. */
 static void test_outcome(void)
 {
@@ -483,6 +511,7 @@ static void test_outcome(void)
 						 "kind")),
 	       "evidence", "  990 decoded samples are thin evidence");
 	json_decref(o);
+	test_outcome_model_once(doc);
 	is_str(cm_report_step_name(4294967291LL, buf, sizeof(buf)), "batch",
 	       "step 4294967291 is batch");
 	is_str(cm_report_step_name(4294967292LL, buf, sizeof(buf)), "extern",
