@@ -454,8 +454,12 @@ static struct curl_slist *upload_headers(const char *cred, const char *id)
 {
 	struct curl_slist *h = NULL, *t;
 	char line[2048];
+	/* 100-continue whatever the size: a refusal (over max_body) then
+	 * comes before the body is sent, so it reaches us as a 400 to keep
+	 * under rejected/ instead of a connection reset (the service closing
+	 * on unread data) that would be retried until the spool gives up. */
 	const char *fixed[] = { "Content-Type: application/json",
-				"Expect:" };	/* no 100-continue wait */
+				"Expect: 100-continue" };
 	size_t i;
 
 	for (i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {

@@ -187,6 +187,15 @@ ok "  kept as rejected/ID.json" test -f "$spool/rejected/$id_bad.json"
 ok "  with ID.error" grep -q "weight is negative" \
 	"$spool/rejected/$id_bad.error"
 is "  not pending" "$(count)" 0
+make_result "$T/huge.json" 2098 "$uid_a" $A 1.0 200
+deliver "$T/huge.json" --service "$url"
+id_huge=$("$drv" id "$T/huge.json")
+is "a result over the service's max_body: error, not spooled for retry" \
+	"$out" error
+ok "  kept as rejected/ID.json" test -f "$spool/rejected/$id_huge.json"
+ok "  with the service's reason naming max_body" grep -q "400.*max_body" \
+	"$spool/rejected/$id_huge.error"
+is "  not pending" "$(count)" 0
 make_result "$T/r2001b.json" 2001 "$uid_a" $A 9.0
 deliver "$T/r2001b.json" --service "$url"
 is "other data for a stored job step (409): error" "$out" error
