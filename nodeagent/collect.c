@@ -1,114 +1,25 @@
-/* collect.c: sampler + decoder + sharer table, driven by the tracker.
+/* collect.c: sampler + decoder + sharer table, driven by the tracker:
+ * options, the collector's life cycle, attaching threads (sync) and the
+ * accessors.  The cost of a sample is measured in collect_calib.c, the
+ * per-sample path is collect_drain.c, the period collect_rate.c.
  * See collect.h for the contract and docs/detection.md, "Pipeline".
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
-#include <pthread.h>
 #include <stdarg.h>
-#include <stdatomic.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
-#include <asm/perf_regs.h>
 
-#include "collect.h"
-#include "evidence.h"
+#include "collect_internal.h"
 #include "record.h"
 #include "cma_attrib.h"
 #include "cma_trace.h"
-#include "fault_sample.h"
 #include "numa_balancing.h"
-#include "sample_rate.h"
 #include "grow.h"
-
-/* Code bytes read after IP: the longest x86 instruction. */
-#define CODE_AFTER 16u
-#define CODE_BEFORE_MIN 16u
-#define CODE_BEFORE_MAX (CM_DECODE_MAX_WINDOW - CODE_AFTER)
-/* Coverage check of presumed-inherited threads: decide once this many
- * samples are expected, attach when fewer than 1/COVER_RATIO came. */
-#define COVER_MIN_EXPECTED 20u
-#define COVER_RATIO 10u
-/* Thread stacks remembered per process (mappings that held a sampled
- * stack pointer); past this, a thread's own stack is still known from
- * its sample's stack pointer. */
-#define PROC_STACKS 128
-/* Mappings this large are shadow memory (classify). */
-#define SHADOW_MIN_BYTES (1ull << 40)
-
-enum th_state {
-	TH_NEW = 0,	/* not yet seen by sync */
-	TH_ATTACHED,	/* attached one by one */
-	TH_PENDING,	/* presumed inherited, coverage not yet checked */
-	TH_COVERED,	/* inherited, confirmed by its samples */
-	TH_GONE,	/* exited before it was attached or checked */
-};
-
-struct cthread {
-	uint8_t state;
-	uint64_t samples;	/* passed the identity check */
-	uint64_t base_samples;	/* samples when it became pending */
-	uint64_t utime0;	/* user ticks when it became pending */
-	uint64_t utime_prev;	/* user ticks at the previous sync */
-};
-
-struct cproc {
-	bool seen;		/* handled by sync */
-	bool sampled;		/* its threads are attached or inherited */
-	bool maps_loaded;
-	bool mem_failed;	/* /proc/PID/mem could not be opened */
-	int mem_fd;
-	uint64_t maps_gen;	/* drain generation of the last load */
-	struct cm_maps maps;
-	uint64_t stacks[PROC_STACKS];	/* start of each stack mapping */
-	int nstacks;
-};
-
-struct cm_collector {
-	struct cm_collect_opts o;
-	enum cm_collect_backend backend;	/* SAMPLE or HW */
-	struct cm_perf_config pcfg;
-	struct cm_perf_sampler *s;	/* NULL with backend FAULT */
-	struct cm_fault_sampler *fs;	/* NULL without faults */
-	struct cm_cma_tracer *cma;	/* NULL without CMA tracing */
-	struct cm_cma_attrib *cma_at;
-	bool numa_held;
-	int filter_nthreads, filter_nalive;	/* tids in the filter */
-	struct cm_decoder *dec;
-	struct cm_detect_table *table;
-	struct cm_overlap *ov;		/* overlap of access distributions */
-	struct cm_tracker *tr;
-	struct cproc *procs;
-	int nprocs, capprocs;
-	struct cthread *threads;
-	int nthreads, capthreads;
-	bool first_sync_done;
-	uint64_t gen;			/* drain generation */
-	uint64_t ns_per_tick;
-	struct cm_perf_stats perf_base;	/* of freed samplers */
-	struct cm_collect_stats st;	/* pipeline counters */
-	/* adaptive period */
-	struct cm_rate_config rcfg;
-	struct cm_rate_state rate;
-	/* the measurement of a sample's cost, on its own thread: it writes
-	 * calib_cost and calib_cpu, then calib_state (1 done, 2 failed) */
-	pthread_t calib_th;
-	bool calib_running;
-	atomic_int calib_state;
-	uint64_t calib_cost, calib_cpu;
-	bool rate_started;
-	uint64_t t0_ns, rate_app_ns, rate_agent_ns, rate_samples;
-	uint64_t drain_cpu_ns;	/* this thread's CPU time in drains */
-	char problem[CM_ERROR_TEXT_MAX];
-	uint8_t code[CM_DECODE_MAX_WINDOW];
-};
 
 static const char *const backend_names[] = { "sample", "hw", "auto",
 					     "fault" };
@@ -151,10 +62,7 @@ void cm_collect_opts_default(struct cm_collect_opts *o)
 	o->cma = 1;
 }
 
-static void set_problem(struct cm_collector *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void set_problem(struct cm_collector *c, const char *fmt, ...)
+void cm_collect_set_problem(struct cm_collector *c, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -164,7 +72,7 @@ static void set_problem(struct cm_collector *c, const char *fmt, ...)
 }
 
 /* Make room for tracker thread indexes < n and process indexes < np. */
-static int ensure(struct cm_collector *c, int n, int np)
+int cm_collect_ensure(struct cm_collector *c, int n, int np)
 {
 	if (cm_grow((void **)&c->threads, &c->capthreads, n,
 		    sizeof(*c->threads)))
@@ -251,12 +159,12 @@ static void numa_take(struct cm_collector *c)
 			c->numa_held = true;
 			return;
 		}
-		set_problem(c, "fault backend: %s", e.text);
+		cm_collect_set_problem(c, "fault backend: %s", e.text);
 	}
 	if (read_sysctl(c->o.numa_sysctl, &v) == 0 && v == 1)
 		return;
 	if (!c->o.numa_manage)
-		set_problem(c, "fault backend: kernel.numa_balancing is %d "
+		cm_collect_set_problem(c, "fault backend: kernel.numa_balancing is %d "
 			    "and numa_balancing=leave: no hinting faults, "
 			    "first-touch faults only", v);
 }
@@ -278,7 +186,7 @@ static int fault_start(struct cm_collector *c, struct cm_error *err)
 	if (!c->fs && c->backend == CM_COLLECT_FAULT)
 		return cm_errorf(err, errno, "%s", e.text);
 	if (!c->fs) {
-		set_problem(c, "+fault ignored: %s", e.text);
+		cm_collect_set_problem(c, "+fault ignored: %s", e.text);
 		return 0;
 	}
 	numa_take(c);
@@ -298,296 +206,8 @@ static int cma_start(struct cm_collector *c, struct cm_error *err)
 		return cm_errorf(err, ENOMEM, "collect: out of memory");
 	c->cma = cm_cma_tracer_new(NULL, &e);
 	if (!c->cma)
-		set_problem(c, "message passing (CMA) not seen: %s", e.text);
+		cm_collect_set_problem(c, "message passing (CMA) not seen: %s", e.text);
 	return 0;
-}
-
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Record a period in use from now (the latest CM_COLLECT_PERIODS_MAX). */
-static void periods_push(struct cm_collector *c, uint64_t period)
-{
-	struct cm_collect_stats *st = &c->st;
-
-	if (st->nperiods == CM_COLLECT_PERIODS_MAX) {
-		memmove(st->periods, st->periods + 1,
-			(CM_COLLECT_PERIODS_MAX - 1) * sizeof(st->periods[0]));
-		st->nperiods--;
-	}
-	st->periods[st->nperiods].t =
-		(double)(clock_ns(CLOCK_MONOTONIC) - c->t0_ns) / 1e9;
-	st->periods[st->nperiods].period = period;
-	st->nperiods++;
-}
-
-/* ---- measuring the cost of a sample (sample_rate.h) ----------------- */
-
-#define CALIB_PERIOD_NS 100000ull	/* 100 µs: ~10 samples per chunk */
-#define CALIB_CHUNK_NS 1000000ull	/* ~1 ms of CPU per chunk */
-#define CALIB_RING_PAGES 8u		/* ~40 samples per round fit */
-
-/* Fixed work: register arithmetic, no memory traffic to be disturbed by
- * other jobs' caches; the asm keeps the compiler from folding the loop. */
-static uint64_t spin(uint64_t n)
-{
-	uint64_t x = 1;
-
-	for (uint64_t i = 0; i < n; i++) {
-		x = x * 6364136223846793005ull + 1442695040888963407ull;
-		__asm__ volatile("" : "+r"(x));
-	}
-	return x;
-}
-
-/* Thread CPU time of n iterations. */
-static uint64_t timed_spin(uint64_t n)
-{
-	uint64_t t = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-
-	spin(n);
-	return clock_ns(CLOCK_THREAD_CPUTIME_ID) - t;
-}
-
-/* Iterations for about CALIB_CHUNK_NS of CPU (the first run warms up). */
-static uint64_t chunk_work(void)
-{
-	const uint64_t probe = 100000;
-	uint64_t t;
-
-	timed_spin(probe);
-	t = timed_spin(probe);
-	return probe * CALIB_CHUNK_NS / (t ? t : 1) + 1;
-}
-
-static uint64_t sampler_samples(const struct cm_perf_sampler *s)
-{
-	struct cm_perf_stats ps;
-
-	cm_perf_sampler_stats(s, &ps);
-	return ps.samples;
-}
-
-/* Round r: the chunks without sampling, then with a sampler attached to
- * this thread, counting the samples of the sampled chunks only. */
-static int calib_round(const struct cm_perf_config *cfg, uint64_t work,
-		       struct cm_rate_calib *cal, int r, struct cm_error *err)
-{
-	struct cm_perf_sampler *s;
-	uint64_t before;
-
-	for (int k = 0; k < cal->chunks; k++)
-		cal->without_ns[r][k] = timed_spin(work);
-	s = cm_perf_sampler_new(cfg, err);
-	if (!s)
-		return -1;
-	if (cm_perf_sampler_attach(s, (pid_t)syscall(SYS_gettid), err)) {
-		cm_perf_sampler_free(s);
-		return -1;
-	}
-	cm_perf_sampler_read(s, NULL, NULL);
-	before = sampler_samples(s);
-	for (int k = 0; k < cal->chunks; k++)
-		cal->with_ns[r][k] = timed_spin(work);
-	cm_perf_sampler_read(s, NULL, NULL);
-	cal->samples[r] = sampler_samples(s) - before;
-	cm_perf_sampler_free(s);
-	return 0;
-}
-
-int cm_collect_measure_sample_cost(const struct cm_collect_opts *o,
-				   uint64_t *cost_ns,
-				   struct cm_rate_calib *cal,
-				   struct cm_error *err)
-{
-	struct cm_rate_calib local;
-	struct cm_perf_config cfg;
-	uint64_t work;
-
-	if (!o || !cost_ns)
-		return cm_errorf(err, EINVAL, "collect: NULL argument");
-	if (!cal)
-		cal = &local;
-	memset(cal, 0, sizeof(*cal));
-	cal->rounds = CM_RATE_CALIB_ROUNDS;
-	cal->chunks = CM_RATE_CALIB_CHUNKS;
-	cm_perf_config_default(&cfg);
-	cfg.clock = o->clock;
-	cfg.period_ns = CALIB_PERIOD_NS;
-	cfg.ring_pages = CALIB_RING_PAGES;
-	work = chunk_work();
-	for (int r = 0; r < cal->rounds; r++)
-		if (calib_round(&cfg, work, cal, r, err))
-			return -1;
-	*cost_ns = cm_rate_cost_estimate(cal);
-	if (!*cost_ns)
-		return cm_errorf(err, EAGAIN, "collect: no sample in %d ms of "
-				 "CPU time: the sampling timer does not fire",
-				 CM_RATE_CALIB_ROUNDS * CM_RATE_CALIB_CHUNKS);
-	return 0;
-}
-
-/* ---- the measured cost kept per node (o->cost_cache) --------------- */
-
-#define COST_CACHE_MAX_AGE_S 3600
-
-/* This boot's id: a cost measured before a reboot (another kernel,
- * perhaps other hardware under the VM) is not reused. */
-static int boot_id(char *buf, size_t len)
-{
-	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-	int ok;
-
-	if (!f)
-		return -1;
-	ok = fgets(buf, (int)len, f) != NULL;
-	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-	return ok && buf[0] ? 0 : -1;
-}
-
-/* The cached cost for this boot and clock, measured less than an hour
- * ago; 0 when there is none (missing, stale, malformed). */
-static uint64_t cost_cache_read(const struct cm_collect_opts *o)
-{
-	char boot[64], line[256], want[64];
-	unsigned long long cost = 0, at = 0;
-	unsigned clk = 0;
-	time_t now = time(NULL);
-	FILE *f;
-
-	if (!o->cost_cache || boot_id(want, sizeof(want)) < 0)
-		return 0;
-	f = fopen(o->cost_cache, "r");
-	if (!f)
-		return 0;
-	if (!fgets(line, sizeof(line), f) ||
-	    sscanf(line, "commap-sample-cost 1 %63s %u %llu %llu", boot, &clk,
-		   &cost, &at) != 4)
-		cost = 0;
-	fclose(f);
-	if (cost < CM_RATE_COST_MIN_NS || cost > CM_RATE_COST_MAX_NS ||
-	    strcmp(boot, want) != 0 || clk != (unsigned)o->clock ||
-	    (time_t)at > now || now - (time_t)at > COST_CACHE_MAX_AGE_S)
-		return 0;
-	return cost;
-}
-
-/* Keep a measured cost for the next agents (best effort: written to a
- * temporary file and renamed, so readers never see half a line). */
-static void cost_cache_write(const struct cm_collect_opts *o, uint64_t cost)
-{
-	char boot[64], tmp[4096];
-	FILE *f;
-
-	if (!o->cost_cache || boot_id(boot, sizeof(boot)) < 0 ||
-	    snprintf(tmp, sizeof(tmp), "%s.%d", o->cost_cache,
-		     (int)getpid()) >= (int)sizeof(tmp))
-		return;
-	f = fopen(tmp, "w");
-	if (!f)
-		return;
-	fprintf(f, "commap-sample-cost 1 %s %u %llu %llu\n", boot,
-		(unsigned)o->clock, (unsigned long long)cost,
-		(unsigned long long)time(NULL));
-	if (fclose(f) != 0 || rename(tmp, o->cost_cache) != 0)
-		unlink(tmp);
-}
-
-static void *calib_main(void *arg)
-{
-	struct cm_collector *c = arg;
-	uint64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), cost = 0;
-	struct cm_error e;
-	int rc = cm_collect_measure_sample_cost(&c->o, &cost, NULL, &e);
-
-	c->calib_cost = rc == 0 ? cost : 0;
-	c->calib_cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
-	atomic_store(&c->calib_state, rc == 0 ? 1 : 2);
-	return NULL;
-}
-
-/* Take the measured cost once it is there (wait: block for it); with
- * period_auto, switch to the period it gives and restart the adaptive
- * window from there.  1 when applied now. */
-static int calib_apply(struct cm_collector *c, bool wait, struct cm_matrix *m,
-		       struct cm_error *err)
-{
-	uint64_t next;
-
-	if (!c->calib_running ||
-	    (!wait && atomic_load(&c->calib_state) == 0))
-		return 0;
-	pthread_join(c->calib_th, NULL);
-	c->calib_running = false;
-	c->st.sample_cost_pending = 0;
-	c->st.calib_cpu_ns = c->calib_cpu;
-	if (atomic_load(&c->calib_state) != 1)
-		return 0;	/* the default cost stays */
-	c->rcfg.sample_cost_ns = c->calib_cost;
-	c->st.sample_cost_ns = c->calib_cost;
-	c->st.sample_cost_measured = 1;
-	c->rate_started = false;
-	cost_cache_write(&c->o, c->calib_cost);
-	if (!c->o.period_auto || !c->s)
-		return 1;
-	next = cm_rate_initial_period(&c->rcfg);
-	if (next == c->pcfg.period_ns)
-		return 1;
-	if (cm_collect_set_period(c, next, m, err) < 0)
-		return -1;
-	periods_push(c, next);
-	return 1;
-}
-
-int cm_collect_calibration_wait(struct cm_collector *c, struct cm_matrix *m,
-				struct cm_error *err)
-{
-	if (!c)
-		return cm_errorf(err, EINVAL, "collect: NULL collector");
-	return calib_apply(c, true, m, err) < 0 ? -1 : 0;
-}
-
-/* The adaptive period's configuration: the cost of a sample (the online
- * model needs it too, also from a given period) and, with period_auto,
- * the first period from it.  The cost is measured on a thread of its own
- * (~35 ms of CPU, more under load) so that nothing waits for it; until
- * it is known the default cost and its period are used.  A cost another
- * agent measured on this node within the hour (o->cost_cache) is taken
- * at once instead.  When it cannot
- * be measured the default cost stays; the sampler's own attach says why
- * perf refuses, if it does. */
-static void rate_setup(struct cm_collector *c)
-{
-	uint64_t cached;
-
-	cm_rate_config_default(&c->rcfg);
-	if (!(c->o.overhead_target > 0) || c->backend != CM_COLLECT_SAMPLE)
-		return;
-	/* Aim below the budget by the model's measured error
-	 * (sample_rate.h, CM_RATE_AIM). */
-	c->rcfg.target = c->o.overhead_target * CM_RATE_AIM;
-	cached = cost_cache_read(&c->o);
-	if (cached) {
-		c->rcfg.sample_cost_ns = cached;
-		c->st.sample_cost_measured = 1;
-		c->st.sample_cost_cached = 1;
-	}
-	c->st.sample_cost_ns = c->rcfg.sample_cost_ns;
-	if (c->o.period_auto)
-		c->pcfg.period_ns = cm_rate_initial_period(&c->rcfg);
-	if (cached)
-		return;
-	atomic_init(&c->calib_state, 0);
-	if (pthread_create(&c->calib_th, NULL, calib_main, c) == 0) {
-		c->calib_running = true;
-		c->st.sample_cost_pending = 1;
-	}
 }
 
 struct cm_collector *cm_collect_new(const struct cm_collect_opts *o,
@@ -614,7 +234,7 @@ struct cm_collector *cm_collect_new(const struct cm_collect_opts *o,
 	c->ns_per_tick = hz > 0 ? 1000000000ull / (uint64_t)hz : 10000000ull;
 	if (choose_backend(c, err))
 		goto fail;
-	rate_setup(c);
+	cm_collect_rate_setup(c);
 	if (c->backend != CM_COLLECT_FAULT) {
 		c->s = cm_perf_sampler_new(&c->pcfg, err);
 		if (!c->s)
@@ -643,9 +263,9 @@ struct cm_collector *cm_collect_new(const struct cm_collect_opts *o,
 		goto fail;
 	}
 	cm_record_detect(o->record, &dc);
-	c->t0_ns = clock_ns(CLOCK_MONOTONIC);
+	c->t0_ns = cm_collect_clock_ns(CLOCK_MONOTONIC);
 	c->st.overhead = -1;
-	periods_push(c, c->backend == CM_COLLECT_HW ? c->pcfg.hw_period :
+	cm_collect_periods_push(c, c->backend == CM_COLLECT_HW ? c->pcfg.hw_period :
 		     c->backend == CM_COLLECT_FAULT ? 0 : c->pcfg.period_ns);
 	return c;
 fail:
@@ -863,7 +483,7 @@ static void fault_filter_sync(struct cm_collector *c)
 
 /* Thread i's identity into the recording, once: when a sync first sees
  * it (its arrival), or at its first access. */
-static void record_identity(struct cm_collector *c, int i)
+void cm_collect_record_identity(struct cm_collector *c, int i)
 {
 	const struct cm_tracked_thread *th;
 	const struct cm_tracked_proc *pr;
@@ -885,7 +505,7 @@ int cm_collect_sync(struct cm_collector *c, struct cm_error *err)
 		return cm_errorf(err, EINVAL, "collect: NULL collector");
 	n = cm_tracker_nthreads(c->tr);
 	np = cm_tracker_nprocs(c->tr);
-	if (ensure(c, n, np))
+	if (cm_collect_ensure(c, n, np))
 		return cm_errorf(err, ENOMEM, "collect: out of memory");
 	whole = calloc((size_t)np + 1, sizeof(*whole));
 	if (!whole)
@@ -901,7 +521,7 @@ int cm_collect_sync(struct cm_collector *c, struct cm_error *err)
 				ct->state = TH_GONE;
 			continue;
 		}
-		record_identity(c, i);
+		cm_collect_record_identity(c, i);
 		if (!c->s)
 			continue;	/* faults only: nothing to attach */
 		if (ct->state == TH_NEW && whole[th->proc])
@@ -921,527 +541,6 @@ int cm_collect_sync(struct cm_collector *c, struct cm_error *err)
 	if (c->fs || c->cma)
 		fault_filter_sync(c);
 	return attached;
-}
-
-/* ---- drain: the per-sample path -------------------------------------- */
-
-struct drain_ctx {
-	struct cm_collector *c;
-	struct cm_matrix *m;
-	int nomem;
-};
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	return x ^ (x >> 33);
-}
-
-/* (Re)load the maps of process p: the first time, and at most once per
- * drain after that.  Returns true if the maps were (re)loaded. */
-static bool maps_refresh(struct cm_collector *c, int p, pid_t pid)
-{
-	struct cproc *cp = &c->procs[p];
-	struct cm_error e;
-	bool had = cp->maps_loaded;
-
-	if (cp->maps_gen == c->gen)
-		return false;	/* once per drain, even after a failure */
-	cp->maps_gen = c->gen;
-	c->st.maps_loads++;
-	if (had)
-		c->st.maps_refreshes++;
-	if (cm_maps_load(&cp->maps, c->o.proc_root, pid, &e)) {
-		set_problem(c, "%s", e.text);
-		cp->maps_loaded = false;
-		return false;
-	}
-	cp->maps_loaded = true;
-	return true;
-}
-
-static const struct cm_map_region *find_region(struct cm_collector *c,
-					       int p, pid_t pid,
-					       uint64_t addr)
-{
-	struct cproc *cp = &c->procs[p];
-	const struct cm_map_region *r = NULL;
-
-	if (cp->maps_loaded)
-		r = cm_maps_find(&cp->maps, addr);
-	if (!r && maps_refresh(c, p, pid))
-		r = cm_maps_find(&cp->maps, addr);
-	return r;
-}
-
-/* Open /proc/PID/mem once per process image (see read_code). */
-static int open_mem(struct cm_collector *c, struct cproc *cp, pid_t pid)
-{
-	char path[256];
-
-	if (cp->mem_fd >= 0 || cp->mem_failed)
-		return cp->mem_fd;
-	snprintf(path, sizeof(path), "%s/%d/mem",
-		 c->o.proc_root ? c->o.proc_root : "/proc", (int)pid);
-	cp->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (cp->mem_fd < 0) {
-		cp->mem_failed = true;
-		set_problem(c, "cannot read code of process %d: %s: %s "
-			    "(needs ptrace access)", (int)pid, path,
-			    strerror(errno));
-	}
-	return cp->mem_fd;
-}
-
-/* Read the code window around ip from /proc/PID/mem (decoder miss). */
-static ssize_t read_code(struct cm_collector *c, int p, pid_t pid,
-			 const struct cm_map_region *r, uint64_t ip,
-			 uint64_t *lo_out)
-{
-	struct cproc *cp = &c->procs[p];
-	uint64_t lo, hi;
-	ssize_t got;
-
-	if (open_mem(c, cp, pid) < 0)
-		return -1;
-	lo = ip - r->start > c->o.code_before ? ip - c->o.code_before
-	     : r->start;
-	hi = r->end - ip > CODE_AFTER ? ip + CODE_AFTER : r->end;
-	c->st.code_reads++;
-	got = pread(cp->mem_fd, c->code, (size_t)(hi - lo), (off_t)lo);
-	if (got < 0 && errno == EIO) {
-		/* The descriptor belongs to the memory of the image the
-		 * process had when we opened it; after an exec (mpirun's
-		 * children, commap run's program) it reads nothing. */
-		close(cp->mem_fd);
-		cp->mem_fd = -1;
-		if (open_mem(c, cp, pid) >= 0)
-			got = pread(cp->mem_fd, c->code, (size_t)(hi - lo),
-				    (off_t)lo);
-	}
-	if (got < 0)
-		set_problem(c, "reading code of process %d at 0x%" PRIx64
-			    ": %s", (int)pid, lo, strerror(errno));
-	if (got <= (ssize_t)(ip - lo))
-		return -1;
-	*lo_out = lo;
-	return got;
-}
-
-/* Decode one sample of process p into acc.  1 with an address, 0 not. */
-static int decode_sample(struct cm_collector *c, int p,
-			 const struct cm_perf_sample *smp,
-			 struct cm_access *acc)
-{
-	const struct cm_map_region *r;
-	uint64_t code_id, lo = 0;
-	ssize_t len;
-	int rv;
-
-	r = find_region(c, p, (pid_t)smp->pid, smp->ip);
-	if (!r) {
-		c->st.code_read_fail++;
-		return 0;
-	}
-	/* Same binary at the same load address: same code, whatever the
-	 * process (forked ranks share the decoder's cache entries). */
-	if (r->inode)
-		code_id = mix64(r->dev ^ mix64(r->inode ^
-				mix64(r->start - r->offset)));
-	else
-		code_id = mix64(((uint64_t)p << 48) ^ r->start);
-	rv = cm_decode_cached(c->dec, code_id, smp->ip, &smp->regs, acc,
-			      NULL);
-	if (rv < 0 && errno == ENOENT) {
-		len = read_code(c, p, (pid_t)smp->pid, r, smp->ip, &lo);
-		if (len < 0) {
-			c->st.code_read_fail++;
-			return 0;
-		}
-		rv = cm_decode_address(c->dec, code_id, c->code, (size_t)len,
-				       lo, smp->ip, &smp->regs, acc, NULL);
-	}
-	if (rv < 0) {
-		c->st.code_read_fail++;
-		return 0;
-	}
-	if (rv == 0) {
-		c->st.decode_fail[acc->reason < CM_DECODE_NREASONS ?
-				  acc->reason : CM_DECODE_NO_MEM]++;
-		return 0;
-	}
-	c->st.decoded++;
-	return 1;
-}
-
-/* The access as the table is about to see it, for a replay (record.h):
- * the thread's identity (record_identity) before its first access. */
-static void record_ref(struct cm_collector *c, int i,
-		       const struct cm_block_key *key, uint64_t region,
-		       int cls, uint64_t time)
-{
-	record_identity(c, i);
-	cm_record_access(c->o.record, i, key, region, cls, time);
-}
-
-static bool known_stack(const struct cproc *cp, uint64_t start)
-{
-	for (int k = 0; k < cp->nstacks; k++)
-		if (cp->stacks[k] == start)
-			return true;
-	return false;
-}
-
-/* The mapping holding a sampled stack pointer is a thread's stack (and
- * its static TLS): remember it for the other threads' references. */
-static uint64_t note_stack(struct cm_collector *c, int p, pid_t pid,
-			   uint64_t sp)
-{
-	struct cproc *cp = &c->procs[p];
-	const struct cm_map_region *r;
-
-	if (!sp)
-		return 0;
-	r = find_region(c, p, pid, sp);
-	if (!r)
-		return 0;
-	if (!known_stack(cp, r->start) && cp->nstacks < PROC_STACKS)
-		cp->stacks[cp->nstacks++] = r->start;
-	return r->start;
-}
-
-/* The class of a reference in region r (evidence.h); sp_region: the
- * mapping of the sample's own stack pointer (0: none). */
-static int classify(const struct cproc *cp, const struct cm_map_region *r,
-		    uint64_t sp_region)
-{
-	if (!r)
-		return CM_REF_DATA;
-	if (r->start == sp_region || strcmp(r->path, "[stack]") == 0 ||
-	    known_stack(cp, r->start))
-		return CM_REF_STACK;
-	/* A terabyte-sized mapping is a sanitizer's shadow memory (ASan's
-	 * covers 15 TiB), whose bytes stand for many threads' neighbouring
-	 * data: not evidence of sharing for the overlap. */
-	if (r->end - r->start >= SHADOW_MIN_BYTES)
-		return CM_REF_READONLY;
-	return r->perms[1] == 'w' ? CM_REF_DATA : CM_REF_READONLY;
-}
-
-/* Enter one data reference of thread i (process p) as evidence
- * (evidence.h); sp_region: the mapping of the sample's stack pointer. */
-static void account_ref(struct drain_ctx *d, int i, int p, pid_t pid,
-			uint64_t addr, uint64_t time, uint64_t sp_region)
-{
-	struct cm_collector *c = d->c;
-	struct cproc *cp = &c->procs[p];
-	const struct cm_map_region *reg;
-	struct cm_block_key key;
-	int r, ev, cls;
-
-	r = cp->maps_loaded ? cm_maps_key(&cp->maps, (uint64_t)p, addr, &key)
-	    : -1;
-	if (r && maps_refresh(c, p, pid))
-		r = cm_maps_key(&cp->maps, (uint64_t)p, addr, &key);
-	if (r) {
-		/* Still in no mapping (unmapped meanwhile, or the maps are
-		 * unreadable): private memory is the safe guess. */
-		c->st.unmapped++;
-		cm_block_key_private(&key, (uint64_t)p, addr);
-	}
-	if (key.shared)
-		c->st.shared_refs++;
-	reg = r ? NULL : cm_maps_find(&cp->maps, addr);
-	cls = classify(cp, reg, sp_region);
-	if (c->o.record)
-		record_ref(c, i, &key, reg && !key.shared ? reg->start : 0,
-			   cls, time);
-	ev = cm_evidence_add(c->table, c->ov, d->m, i, &key,
-			     reg && !key.shared ? reg->start : 0, cls, time,
-			     &c->st.refs);
-	if (ev < 0) {
-		d->nomem = 1;
-		return;
-	}
-	if (cls == CM_REF_STACK)
-		return;
-	c->st.accesses++;
-	c->st.events += (uint64_t)ev;
-}
-
-enum { ID_FOREIGN = -1, ID_UNKNOWN = -2, ID_NOMEM = -3 };
-
-/* The tracker index of (pid, tid), after the identity check: >= 0 ours,
- * else ID_FOREIGN, ID_UNKNOWN (our process, thread not scanned yet) or
- * ID_NOMEM. */
-static int identify(struct cm_collector *c, uint32_t pid, uint32_t tid,
-		    int *proc)
-{
-	const struct cm_tracked_thread *th;
-	const struct cm_tracked_proc *pr;
-	int i = cm_tracker_find_thread(c->tr, (pid_t)tid);
-
-	if (i < 0)	/* is its process's main thread ours? */
-		return cm_tracker_find_thread(c->tr, (pid_t)pid) >= 0 ?
-		       ID_UNKNOWN : ID_FOREIGN;
-	th = cm_tracker_thread(c->tr, i);
-	pr = cm_tracker_proc(c->tr, th->proc);
-	if (pr->pid != (pid_t)pid)
-		return ID_FOREIGN;	/* tid reused by another process */
-	if ((i >= c->nthreads || th->proc >= c->nprocs) &&
-	    ensure(c, i + 1, th->proc + 1))
-		return ID_NOMEM;
-	*proc = th->proc;
-	return i;
-}
-
-/* The thread index of a sample, after the identity check; -1 dropped. */
-static int sample_thread(struct cm_collector *c,
-			 const struct cm_perf_sample *smp, int *proc)
-{
-	int i = identify(c, smp->pid, smp->tid, proc);
-
-	if (i == ID_UNKNOWN)
-		c->st.unknown_tid++;
-	else if (i == ID_FOREIGN)
-		c->st.foreign++;
-	return i < 0 ? -1 : i;
-}
-
-/* One page fault: foreign ones dropped first, first-touch faults only
- * counted, hinting faults entered like a decoded sample's address. */
-static void on_fault(const struct cm_fault *f, void *arg)
-{
-	struct drain_ctx *d = arg;
-	struct cm_collector *c = d->c;
-	int p = 0, i = identify(c, f->pid, f->tid, &p);
-
-	if (i < 0) {
-		if (i == ID_UNKNOWN)
-			c->st.fault_unknown_tid++;
-		else if (i == ID_FOREIGN)
-			c->st.fault_foreign++;
-		return;
-	}
-	c->st.fault_ours++;
-	if (!f->hinting) {
-		c->st.fault_first_touch++;
-		return;
-	}
-	c->st.fault_hinting++;
-	if (!d->nomem)
-		account_ref(d, i, p, (pid_t)f->pid, f->addr, f->time, 0);
-}
-
-/* One CMA call that copied bytes. */
-static void on_cma(const struct cm_cma_transfer *x, void *arg)
-{
-	struct drain_ctx *d = arg;
-
-	if (!d->nomem && cm_cma_attrib_add(d->c->cma_at, x, d->m) < 0)
-		d->nomem = 1;
-}
-
-static void on_sample(const struct cm_perf_sample *smp, void *arg)
-{
-	struct drain_ctx *d = arg;
-	struct cm_collector *c = d->c;
-	struct cm_access acc;
-	uint64_t sp_region;
-	int i, p = 0;
-
-	i = sample_thread(c, smp, &p);
-	if (i < 0)
-		return;
-	c->threads[i].samples++;
-	c->st.ours++;
-	if (c->backend == CM_COLLECT_HW) {
-		c->st.decoded++;
-		account_ref(d, i, p, (pid_t)smp->pid, smp->addr, smp->time,
-			    0);
-		return;
-	}
-	if (!decode_sample(c, p, smp, &acc))
-		return;
-	sp_region = note_stack(c, p, (pid_t)smp->pid,
-			       smp->regs.valid & (1u << PERF_REG_X86_SP) ?
-			       smp->regs.v[PERF_REG_X86_SP] : 0);
-	for (unsigned k = 0; k < acc.nref && !d->nomem; k++)
-		account_ref(d, i, p, (pid_t)smp->pid, acc.ref[k].addr,
-			    smp->time, sp_region);
-}
-
-long cm_collect_drain(struct cm_collector *c, struct cm_matrix *m,
-		      struct cm_error *err)
-{
-	struct drain_ctx d = { c, m, 0 };
-	uint64_t t;
-	long n;
-
-	if (!c || !m)
-		return cm_errorf(err, EINVAL, "collect: NULL argument");
-	c->gen++;
-	t = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	n = c->s ? cm_perf_sampler_read(c->s, on_sample, &d) : 0;
-	if (c->fs)
-		n += cm_fault_sampler_read(c->fs, on_fault, &d);
-	if (c->cma)
-		n += cm_cma_tracer_read(c->cma, on_cma, &d);
-	c->drain_cpu_ns += clock_ns(CLOCK_THREAD_CPUTIME_ID) - t;
-	if (d.nomem)
-		return cm_errorf(err, ENOMEM, "collect: the matrix cannot "
-				 "grow (out of memory)");
-	return n;
-}
-
-/* ---- period, accessors ----------------------------------------------- */
-
-static void perf_add(struct cm_perf_stats *a, const struct cm_perf_stats *b)
-{
-	a->samples += b->samples;
-	a->no_regs += b->no_regs;
-	a->lost += b->lost;
-	a->throttle += b->throttle;
-	a->unthrottle += b->unthrottle;
-	a->other += b->other;
-	a->kernel += b->kernel;
-	a->malformed += b->malformed;
-	a->bytes += b->bytes;
-}
-
-/* Attach every live thread to sampler s one by one. */
-static int attach_all_live(struct cm_collector *c, struct cm_perf_sampler *s,
-			   struct cm_error *err)
-{
-	int n = cm_tracker_nthreads(c->tr);
-
-	for (int i = 0; i < n; i++) {
-		const struct cm_tracked_thread *th = cm_tracker_thread(c->tr, i);
-		struct cm_error e;
-
-		if (!th->alive || cm_perf_sampler_attach(s, th->tid, &e) == 0)
-			continue;
-		if (errno != ESRCH)
-			return cm_errorf(err, errno, "%s", e.text);
-	}
-	return 0;
-}
-
-int cm_collect_set_period(struct cm_collector *c, uint64_t period,
-			  struct cm_matrix *m, struct cm_error *err)
-{
-	struct cm_perf_config cfg;
-	struct cm_perf_sampler *s;
-	struct cm_perf_stats old;
-	struct drain_ctx d = { c, m, 0 };
-	int n;
-
-	if (!c || !period)
-		return cm_errorf(err, EINVAL, "collect: bad period");
-	if (!c->s)
-		return cm_errorf(err, EINVAL, "collect: the fault backend has "
-				 "no sampling period");
-	cfg = c->pcfg;
-	if (c->backend == CM_COLLECT_HW)
-		cfg.hw_period = period;
-	else
-		cfg.period_ns = period;
-	s = cm_perf_sampler_new(&cfg, err);
-	if (!s)
-		return -1;
-	if (attach_all_live(c, s, err)) {
-		cm_perf_sampler_free(s);
-		return -1;
-	}
-	c->gen++;
-	cm_perf_sampler_read(c->s, m ? on_sample : NULL, &d);
-	cm_perf_sampler_stats(c->s, &old);
-	perf_add(&c->perf_base, &old);
-	cm_perf_sampler_free(c->s);
-	c->s = s;
-	c->pcfg = cfg;
-	c->st.samplers++;
-	n = cm_tracker_nthreads(c->tr);
-	if (ensure(c, n, cm_tracker_nprocs(c->tr)))
-		return cm_errorf(err, ENOMEM, "collect: out of memory");
-	for (int i = 0; i < n; i++) {
-		const struct cm_tracked_thread *th = cm_tracker_thread(c->tr, i);
-
-		c->threads[i].state = th->alive ? TH_ATTACHED : TH_GONE;
-	}
-	if (d.nomem)
-		return cm_errorf(err, ENOMEM, "collect: the matrix cannot "
-				 "grow (out of memory)");
-	return 0;
-}
-
-static uint64_t samples_so_far(const struct cm_collector *c)
-{
-	struct cm_perf_stats ps;
-
-	cm_perf_sampler_stats(c->s, &ps);
-	return ps.samples + c->perf_base.samples;
-}
-
-int cm_collect_adapt_period(struct cm_collector *c, const double *cpu_s,
-			    int n, struct cm_matrix *m, struct cm_error *err)
-{
-	uint64_t now = clock_ns(CLOCK_MONOTONIC);
-	uint64_t agent = c ? c->drain_cpu_ns : 0;
-	uint64_t samples, app = 0, next;
-	double app_s = 0;
-	int changed = 0;
-
-	if (!c || !c->s || c->backend != CM_COLLECT_SAMPLE ||
-	    !(c->o.overhead_target > 0))
-		return 0;
-	switch (calib_apply(c, false, m, err)) {
-	case -1:
-		return -1;
-	case 1:
-		changed = 1;
-		samples = samples_so_far(c);
-		agent = c->drain_cpu_ns;
-		break;
-	}
-	for (int i = 0; cpu_s && i < n; i++)
-		if (cpu_s[i] > 0)
-			app_s += cpu_s[i];
-	app = (uint64_t)(app_s * 1e9);
-	samples = samples_so_far(c);
-	if (!c->rate_started) {
-		cm_rate_init(&c->rate, &c->rcfg, c->pcfg.period_ns, now);
-		c->rate_started = true;
-	} else {
-		/* Counters only grow; a thread that vanished from cpu_s
-		 * could make app shrink: count nothing then. */
-		next = cm_rate_update(&c->rate, &c->rcfg,
-				      app > c->rate_app_ns ?
-				      app - c->rate_app_ns : 0,
-				      agent - c->rate_agent_ns,
-				      samples - c->rate_samples, now);
-		c->st.overhead = c->rate.last_overhead;
-		if (next) {
-			int rv = cm_collect_set_period(c, next, m, err);
-
-			cm_rate_applied(&c->rate, c->pcfg.period_ns,
-					clock_ns(CLOCK_MONOTONIC));
-			if (rv < 0)
-				return -1;
-			c->st.period_changes++;
-			periods_push(c, next);
-			changed = 1;
-			samples = samples_so_far(c);
-			agent = c->drain_cpu_ns;
-		}
-	}
-	c->rate_app_ns = app;
-	c->rate_agent_ns = agent;
-	c->rate_samples = samples;
-	return changed;
 }
 
 int cm_collect_pollfds(const struct cm_collector *c, struct pollfd *pfd,
@@ -1490,7 +589,7 @@ void cm_collect_stats(const struct cm_collector *c,
 	memset(&ps, 0, sizeof(ps));
 	if (c->s)
 		cm_perf_sampler_stats(c->s, &ps);
-	perf_add(&ps, &c->perf_base);
+	cm_collect_perf_add(&ps, &c->perf_base);
 	st->backend = c->backend;
 	st->period = c->backend == CM_COLLECT_HW ? c->pcfg.hw_period
 		     : c->backend == CM_COLLECT_FAULT ? 0 : c->pcfg.period_ns;

@@ -8,6 +8,8 @@ nodeagent_libagent_la_SOURCES = \
 	nodeagent/detect_overlap.h nodeagent/detect_overlap.c \
 	nodeagent/evidence.h nodeagent/evidence.c \
 	nodeagent/collect.h nodeagent/collect.c \
+	nodeagent/collect_internal.h nodeagent/collect_calib.c \
+	nodeagent/collect_drain.c nodeagent/collect_rate.c \
 	nodeagent/fault_sample.h nodeagent/fault_sample.c \
 	nodeagent/cma_trace.h nodeagent/cma_trace.c nodeagent/cma_pair.c \
 	nodeagent/cma_attrib.h nodeagent/cma_attrib.c \

@@ -1,0 +1,383 @@
+/* collect_drain.c: the per-sample path of the collector: identity check,
+ * decoding, keys and classes, evidence (collect.h, "Draining").
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <asm/perf_regs.h>
+
+#include "collect_internal.h"
+#include "evidence.h"
+#include "record.h"
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+/* (Re)load the maps of process p: the first time, and at most once per
+ * drain after that.  Returns true if the maps were (re)loaded. */
+static bool maps_refresh(struct cm_collector *c, int p, pid_t pid)
+{
+	struct cproc *cp = &c->procs[p];
+	struct cm_error e;
+	bool had = cp->maps_loaded;
+
+	if (cp->maps_gen == c->gen)
+		return false;	/* once per drain, even after a failure */
+	cp->maps_gen = c->gen;
+	c->st.maps_loads++;
+	if (had)
+		c->st.maps_refreshes++;
+	if (cm_maps_load(&cp->maps, c->o.proc_root, pid, &e)) {
+		cm_collect_set_problem(c, "%s", e.text);
+		cp->maps_loaded = false;
+		return false;
+	}
+	cp->maps_loaded = true;
+	return true;
+}
+
+static const struct cm_map_region *find_region(struct cm_collector *c,
+					       int p, pid_t pid,
+					       uint64_t addr)
+{
+	struct cproc *cp = &c->procs[p];
+	const struct cm_map_region *r = NULL;
+
+	if (cp->maps_loaded)
+		r = cm_maps_find(&cp->maps, addr);
+	if (!r && maps_refresh(c, p, pid))
+		r = cm_maps_find(&cp->maps, addr);
+	return r;
+}
+
+/* Open /proc/PID/mem once per process image (see read_code). */
+static int open_mem(struct cm_collector *c, struct cproc *cp, pid_t pid)
+{
+	char path[256];
+
+	if (cp->mem_fd >= 0 || cp->mem_failed)
+		return cp->mem_fd;
+	snprintf(path, sizeof(path), "%s/%d/mem",
+		 c->o.proc_root ? c->o.proc_root : "/proc", (int)pid);
+	cp->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (cp->mem_fd < 0) {
+		cp->mem_failed = true;
+		cm_collect_set_problem(c, "cannot read code of process %d: %s: %s "
+			    "(needs ptrace access)", (int)pid, path,
+			    strerror(errno));
+	}
+	return cp->mem_fd;
+}
+
+/* Read the code window around ip from /proc/PID/mem (decoder miss). */
+static ssize_t read_code(struct cm_collector *c, int p, pid_t pid,
+			 const struct cm_map_region *r, uint64_t ip,
+			 uint64_t *lo_out)
+{
+	struct cproc *cp = &c->procs[p];
+	uint64_t lo, hi;
+	ssize_t got;
+
+	if (open_mem(c, cp, pid) < 0)
+		return -1;
+	lo = ip - r->start > c->o.code_before ? ip - c->o.code_before
+	     : r->start;
+	hi = r->end - ip > CODE_AFTER ? ip + CODE_AFTER : r->end;
+	c->st.code_reads++;
+	got = pread(cp->mem_fd, c->code, (size_t)(hi - lo), (off_t)lo);
+	if (got < 0 && errno == EIO) {
+		/* The descriptor belongs to the memory of the image the
+		 * process had when we opened it; after an exec (mpirun's
+		 * children, commap run's program) it reads nothing. */
+		close(cp->mem_fd);
+		cp->mem_fd = -1;
+		if (open_mem(c, cp, pid) >= 0)
+			got = pread(cp->mem_fd, c->code, (size_t)(hi - lo),
+				    (off_t)lo);
+	}
+	if (got < 0)
+		cm_collect_set_problem(c, "reading code of process %d at 0x%" PRIx64
+			    ": %s", (int)pid, lo, strerror(errno));
+	if (got <= (ssize_t)(ip - lo))
+		return -1;
+	*lo_out = lo;
+	return got;
+}
+
+/* Decode one sample of process p into acc.  1 with an address, 0 not. */
+static int decode_sample(struct cm_collector *c, int p,
+			 const struct cm_perf_sample *smp,
+			 struct cm_access *acc)
+{
+	const struct cm_map_region *r;
+	uint64_t code_id, lo = 0;
+	ssize_t len;
+	int rv;
+
+	r = find_region(c, p, (pid_t)smp->pid, smp->ip);
+	if (!r) {
+		c->st.code_read_fail++;
+		return 0;
+	}
+	/* Same binary at the same load address: same code, whatever the
+	 * process (forked ranks share the decoder's cache entries). */
+	if (r->inode)
+		code_id = mix64(r->dev ^ mix64(r->inode ^
+				mix64(r->start - r->offset)));
+	else
+		code_id = mix64(((uint64_t)p << 48) ^ r->start);
+	rv = cm_decode_cached(c->dec, code_id, smp->ip, &smp->regs, acc,
+			      NULL);
+	if (rv < 0 && errno == ENOENT) {
+		len = read_code(c, p, (pid_t)smp->pid, r, smp->ip, &lo);
+		if (len < 0) {
+			c->st.code_read_fail++;
+			return 0;
+		}
+		rv = cm_decode_address(c->dec, code_id, c->code, (size_t)len,
+				       lo, smp->ip, &smp->regs, acc, NULL);
+	}
+	if (rv < 0) {
+		c->st.code_read_fail++;
+		return 0;
+	}
+	if (rv == 0) {
+		c->st.decode_fail[acc->reason < CM_DECODE_NREASONS ?
+				  acc->reason : CM_DECODE_NO_MEM]++;
+		return 0;
+	}
+	c->st.decoded++;
+	return 1;
+}
+
+/* The access as the table is about to see it, for a replay (record.h):
+ * the thread's identity (cm_collect_record_identity) before its first
+ * access. */
+static void record_ref(struct cm_collector *c, int i,
+		       const struct cm_block_key *key, uint64_t region,
+		       int cls, uint64_t time)
+{
+	cm_collect_record_identity(c, i);
+	cm_record_access(c->o.record, i, key, region, cls, time);
+}
+
+static bool known_stack(const struct cproc *cp, uint64_t start)
+{
+	for (int k = 0; k < cp->nstacks; k++)
+		if (cp->stacks[k] == start)
+			return true;
+	return false;
+}
+
+/* The mapping holding a sampled stack pointer is a thread's stack (and
+ * its static TLS): remember it for the other threads' references. */
+static uint64_t note_stack(struct cm_collector *c, int p, pid_t pid,
+			   uint64_t sp)
+{
+	struct cproc *cp = &c->procs[p];
+	const struct cm_map_region *r;
+
+	if (!sp)
+		return 0;
+	r = find_region(c, p, pid, sp);
+	if (!r)
+		return 0;
+	if (!known_stack(cp, r->start) && cp->nstacks < PROC_STACKS)
+		cp->stacks[cp->nstacks++] = r->start;
+	return r->start;
+}
+
+/* The class of a reference in region r (evidence.h); sp_region: the
+ * mapping of the sample's own stack pointer (0: none). */
+static int classify(const struct cproc *cp, const struct cm_map_region *r,
+		    uint64_t sp_region)
+{
+	if (!r)
+		return CM_REF_DATA;
+	if (r->start == sp_region || strcmp(r->path, "[stack]") == 0 ||
+	    known_stack(cp, r->start))
+		return CM_REF_STACK;
+	/* A terabyte-sized mapping is a sanitizer's shadow memory (ASan's
+	 * covers 15 TiB), whose bytes stand for many threads' neighbouring
+	 * data: not evidence of sharing for the overlap. */
+	if (r->end - r->start >= SHADOW_MIN_BYTES)
+		return CM_REF_READONLY;
+	return r->perms[1] == 'w' ? CM_REF_DATA : CM_REF_READONLY;
+}
+
+/* Enter one data reference of thread i (process p) as evidence
+ * (evidence.h); sp_region: the mapping of the sample's stack pointer. */
+static void account_ref(struct cm_drain_ctx *d, int i, int p, pid_t pid,
+			uint64_t addr, uint64_t time, uint64_t sp_region)
+{
+	struct cm_collector *c = d->c;
+	struct cproc *cp = &c->procs[p];
+	const struct cm_map_region *reg;
+	struct cm_block_key key;
+	int r, ev, cls;
+
+	r = cp->maps_loaded ? cm_maps_key(&cp->maps, (uint64_t)p, addr, &key)
+	    : -1;
+	if (r && maps_refresh(c, p, pid))
+		r = cm_maps_key(&cp->maps, (uint64_t)p, addr, &key);
+	if (r) {
+		/* Still in no mapping (unmapped meanwhile, or the maps are
+		 * unreadable): private memory is the safe guess. */
+		c->st.unmapped++;
+		cm_block_key_private(&key, (uint64_t)p, addr);
+	}
+	if (key.shared)
+		c->st.shared_refs++;
+	reg = r ? NULL : cm_maps_find(&cp->maps, addr);
+	cls = classify(cp, reg, sp_region);
+	if (c->o.record)
+		record_ref(c, i, &key, reg && !key.shared ? reg->start : 0,
+			   cls, time);
+	ev = cm_evidence_add(c->table, c->ov, d->m, i, &key,
+			     reg && !key.shared ? reg->start : 0, cls, time,
+			     &c->st.refs);
+	if (ev < 0) {
+		d->nomem = 1;
+		return;
+	}
+	if (cls == CM_REF_STACK)
+		return;
+	c->st.accesses++;
+	c->st.events += (uint64_t)ev;
+}
+
+enum { ID_FOREIGN = -1, ID_UNKNOWN = -2, ID_NOMEM = -3 };
+
+/* The tracker index of (pid, tid), after the identity check: >= 0 ours,
+ * else ID_FOREIGN, ID_UNKNOWN (our process, thread not scanned yet) or
+ * ID_NOMEM. */
+static int identify(struct cm_collector *c, uint32_t pid, uint32_t tid,
+		    int *proc)
+{
+	const struct cm_tracked_thread *th;
+	const struct cm_tracked_proc *pr;
+	int i = cm_tracker_find_thread(c->tr, (pid_t)tid);
+
+	if (i < 0)	/* is its process's main thread ours? */
+		return cm_tracker_find_thread(c->tr, (pid_t)pid) >= 0 ?
+		       ID_UNKNOWN : ID_FOREIGN;
+	th = cm_tracker_thread(c->tr, i);
+	pr = cm_tracker_proc(c->tr, th->proc);
+	if (pr->pid != (pid_t)pid)
+		return ID_FOREIGN;	/* tid reused by another process */
+	if ((i >= c->nthreads || th->proc >= c->nprocs) &&
+	    cm_collect_ensure(c, i + 1, th->proc + 1))
+		return ID_NOMEM;
+	*proc = th->proc;
+	return i;
+}
+
+/* The thread index of a sample, after the identity check; -1 dropped. */
+static int sample_thread(struct cm_collector *c,
+			 const struct cm_perf_sample *smp, int *proc)
+{
+	int i = identify(c, smp->pid, smp->tid, proc);
+
+	if (i == ID_UNKNOWN)
+		c->st.unknown_tid++;
+	else if (i == ID_FOREIGN)
+		c->st.foreign++;
+	return i < 0 ? -1 : i;
+}
+
+/* One page fault: foreign ones dropped first, first-touch faults only
+ * counted, hinting faults entered like a decoded sample's address. */
+static void on_fault(const struct cm_fault *f, void *arg)
+{
+	struct cm_drain_ctx *d = arg;
+	struct cm_collector *c = d->c;
+	int p = 0, i = identify(c, f->pid, f->tid, &p);
+
+	if (i < 0) {
+		if (i == ID_UNKNOWN)
+			c->st.fault_unknown_tid++;
+		else if (i == ID_FOREIGN)
+			c->st.fault_foreign++;
+		return;
+	}
+	c->st.fault_ours++;
+	if (!f->hinting) {
+		c->st.fault_first_touch++;
+		return;
+	}
+	c->st.fault_hinting++;
+	if (!d->nomem)
+		account_ref(d, i, p, (pid_t)f->pid, f->addr, f->time, 0);
+}
+
+/* One CMA call that copied bytes. */
+static void on_cma(const struct cm_cma_transfer *x, void *arg)
+{
+	struct cm_drain_ctx *d = arg;
+
+	if (!d->nomem && cm_cma_attrib_add(d->c->cma_at, x, d->m) < 0)
+		d->nomem = 1;
+}
+
+void cm_collect_on_sample(const struct cm_perf_sample *smp, void *arg)
+{
+	struct cm_drain_ctx *d = arg;
+	struct cm_collector *c = d->c;
+	struct cm_access acc;
+	uint64_t sp_region;
+	int i, p = 0;
+
+	i = sample_thread(c, smp, &p);
+	if (i < 0)
+		return;
+	c->threads[i].samples++;
+	c->st.ours++;
+	if (c->backend == CM_COLLECT_HW) {
+		c->st.decoded++;
+		account_ref(d, i, p, (pid_t)smp->pid, smp->addr, smp->time,
+			    0);
+		return;
+	}
+	if (!decode_sample(c, p, smp, &acc))
+		return;
+	sp_region = note_stack(c, p, (pid_t)smp->pid,
+			       smp->regs.valid & (1u << PERF_REG_X86_SP) ?
+			       smp->regs.v[PERF_REG_X86_SP] : 0);
+	for (unsigned k = 0; k < acc.nref && !d->nomem; k++)
+		account_ref(d, i, p, (pid_t)smp->pid, acc.ref[k].addr,
+			    smp->time, sp_region);
+}
+
+long cm_collect_drain(struct cm_collector *c, struct cm_matrix *m,
+		      struct cm_error *err)
+{
+	struct cm_drain_ctx d = { c, m, 0 };
+	uint64_t t;
+	long n;
+
+	if (!c || !m)
+		return cm_errorf(err, EINVAL, "collect: NULL argument");
+	c->gen++;
+	t = cm_collect_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	n = c->s ? cm_perf_sampler_read(c->s, cm_collect_on_sample, &d) : 0;
+	if (c->fs)
+		n += cm_fault_sampler_read(c->fs, on_fault, &d);
+	if (c->cma)
+		n += cm_cma_tracer_read(c->cma, on_cma, &d);
+	c->drain_cpu_ns += cm_collect_clock_ns(CLOCK_THREAD_CPUTIME_ID) - t;
+	if (d.nomem)
+		return cm_errorf(err, ENOMEM, "collect: the matrix cannot "
+				 "grow (out of memory)");
+	return n;
+}

@@ -1,0 +1,172 @@
+/* collect_rate.c: the sampling period of the collector: changing it
+ * (a new sampler) and the adaptive policy of sample_rate.h.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "collect_internal.h"
+
+/* Record a period in use from now (the latest CM_COLLECT_PERIODS_MAX). */
+void cm_collect_periods_push(struct cm_collector *c, uint64_t period)
+{
+	struct cm_collect_stats *st = &c->st;
+
+	if (st->nperiods == CM_COLLECT_PERIODS_MAX) {
+		memmove(st->periods, st->periods + 1,
+			(CM_COLLECT_PERIODS_MAX - 1) * sizeof(st->periods[0]));
+		st->nperiods--;
+	}
+	st->periods[st->nperiods].t =
+		(double)(cm_collect_clock_ns(CLOCK_MONOTONIC) - c->t0_ns) / 1e9;
+	st->periods[st->nperiods].period = period;
+	st->nperiods++;
+}
+
+/* ---- period, accessors ----------------------------------------------- */
+
+void cm_collect_perf_add(struct cm_perf_stats *a, const struct cm_perf_stats *b)
+{
+	a->samples += b->samples;
+	a->no_regs += b->no_regs;
+	a->lost += b->lost;
+	a->throttle += b->throttle;
+	a->unthrottle += b->unthrottle;
+	a->other += b->other;
+	a->kernel += b->kernel;
+	a->malformed += b->malformed;
+	a->bytes += b->bytes;
+}
+
+/* Attach every live thread to sampler s one by one. */
+static int attach_all_live(struct cm_collector *c, struct cm_perf_sampler *s,
+			   struct cm_error *err)
+{
+	int n = cm_tracker_nthreads(c->tr);
+
+	for (int i = 0; i < n; i++) {
+		const struct cm_tracked_thread *th = cm_tracker_thread(c->tr, i);
+		struct cm_error e;
+
+		if (!th->alive || cm_perf_sampler_attach(s, th->tid, &e) == 0)
+			continue;
+		if (errno != ESRCH)
+			return cm_errorf(err, errno, "%s", e.text);
+	}
+	return 0;
+}
+
+int cm_collect_set_period(struct cm_collector *c, uint64_t period,
+			  struct cm_matrix *m, struct cm_error *err)
+{
+	struct cm_perf_config cfg;
+	struct cm_perf_sampler *s;
+	struct cm_perf_stats old;
+	struct cm_drain_ctx d = { c, m, 0 };
+	int n;
+
+	if (!c || !period)
+		return cm_errorf(err, EINVAL, "collect: bad period");
+	if (!c->s)
+		return cm_errorf(err, EINVAL, "collect: the fault backend has "
+				 "no sampling period");
+	cfg = c->pcfg;
+	if (c->backend == CM_COLLECT_HW)
+		cfg.hw_period = period;
+	else
+		cfg.period_ns = period;
+	s = cm_perf_sampler_new(&cfg, err);
+	if (!s)
+		return -1;
+	if (attach_all_live(c, s, err)) {
+		cm_perf_sampler_free(s);
+		return -1;
+	}
+	c->gen++;
+	cm_perf_sampler_read(c->s, m ? cm_collect_on_sample : NULL, &d);
+	cm_perf_sampler_stats(c->s, &old);
+	cm_collect_perf_add(&c->perf_base, &old);
+	cm_perf_sampler_free(c->s);
+	c->s = s;
+	c->pcfg = cfg;
+	c->st.samplers++;
+	n = cm_tracker_nthreads(c->tr);
+	if (cm_collect_ensure(c, n, cm_tracker_nprocs(c->tr)))
+		return cm_errorf(err, ENOMEM, "collect: out of memory");
+	for (int i = 0; i < n; i++) {
+		const struct cm_tracked_thread *th = cm_tracker_thread(c->tr, i);
+
+		c->threads[i].state = th->alive ? TH_ATTACHED : TH_GONE;
+	}
+	if (d.nomem)
+		return cm_errorf(err, ENOMEM, "collect: the matrix cannot "
+				 "grow (out of memory)");
+	return 0;
+}
+
+static uint64_t samples_so_far(const struct cm_collector *c)
+{
+	struct cm_perf_stats ps;
+
+	cm_perf_sampler_stats(c->s, &ps);
+	return ps.samples + c->perf_base.samples;
+}
+
+int cm_collect_adapt_period(struct cm_collector *c, const double *cpu_s,
+			    int n, struct cm_matrix *m, struct cm_error *err)
+{
+	uint64_t now = cm_collect_clock_ns(CLOCK_MONOTONIC);
+	uint64_t agent = c ? c->drain_cpu_ns : 0;
+	uint64_t samples, app = 0, next;
+	double app_s = 0;
+	int changed = 0;
+
+	if (!c || !c->s || c->backend != CM_COLLECT_SAMPLE ||
+	    !(c->o.overhead_target > 0))
+		return 0;
+	switch (cm_collect_calib_apply(c, false, m, err)) {
+	case -1:
+		return -1;
+	case 1:
+		changed = 1;
+		samples = samples_so_far(c);
+		agent = c->drain_cpu_ns;
+		break;
+	}
+	for (int i = 0; cpu_s && i < n; i++)
+		if (cpu_s[i] > 0)
+			app_s += cpu_s[i];
+	app = (uint64_t)(app_s * 1e9);
+	samples = samples_so_far(c);
+	if (!c->rate_started) {
+		cm_rate_init(&c->rate, &c->rcfg, c->pcfg.period_ns, now);
+		c->rate_started = true;
+	} else {
+		/* Counters only grow; a thread that vanished from cpu_s
+		 * could make app shrink: count nothing then. */
+		next = cm_rate_update(&c->rate, &c->rcfg,
+				      app > c->rate_app_ns ?
+				      app - c->rate_app_ns : 0,
+				      agent - c->rate_agent_ns,
+				      samples - c->rate_samples, now);
+		c->st.overhead = c->rate.last_overhead;
+		if (next) {
+			int rv = cm_collect_set_period(c, next, m, err);
+
+			cm_rate_applied(&c->rate, c->pcfg.period_ns,
+					cm_collect_clock_ns(CLOCK_MONOTONIC));
+			if (rv < 0)
+				return -1;
+			c->st.period_changes++;
+			cm_collect_periods_push(c, next);
+			changed = 1;
+			samples = samples_so_far(c);
+			agent = c->drain_cpu_ns;
+		}
+	}
+	c->rate_app_ns = app;
+	c->rate_agent_ns = agent;
+	c->rate_samples = samples;
+	return changed;
+}
