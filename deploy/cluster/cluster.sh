@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
-# A one-node Slurm cluster on localhost for commap: munge, slurmctld, slurmd.
+# A Slurm cluster on this machine for commap: munge, slurmctld, slurmd.
 #
-#   deploy/cluster/cluster.sh start [--cgroup]   (re)start everything
+#   deploy/cluster/cluster.sh start [--cgroup] [--nodes N]
+#                                    (re)start everything; N nodes (1)
 #   deploy/cluster/cluster.sh stop               stop everything
 #   deploy/cluster/cluster.sh status             what is running
+#   deploy/cluster/cluster.sh exec [--node NAME] -- CMD...
+#                                    CMD as a client of the cluster
+#
+# One node: slurmd on localhost, clients anywhere with SLURM_CONF set.
+# N > 1 (nodes.sh): nodes node1..nodeN, each slurmd in network and UTS
+# namespaces of its own on a private bridge (10.200.0.0/24, node I at
+# 10.200.0.(10+I), slurmctld and the clients at 10.200.0.1); clients run
+# with `exec` (in the head namespace), and so must a service the nodes
+# upload to, listening on 10.200.0.1.  `exec` works for one node too.
 #
 # Environment: COMMAP_CLUSTER_DIR (state), SLURM_CONF_DIR (configuration;
 # other than /etc/slurm, export SLURM_CONF=$SLURM_CONF_DIR/slurm.conf for
@@ -22,6 +32,8 @@ conf_dir=${SLURM_CONF_DIR:-/etc/slurm}
 conf=$conf_dir/slurm.conf
 marker="# written by commap deploy/cluster/cluster.sh"
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=nodes.sh
+. "$here/nodes.sh"
 
 log() { echo "cluster: $*"; }
 die() { echo "cluster: $*" >&2; exit 1; }
@@ -74,7 +86,7 @@ start_munge() {
 }
 
 write_conf() {
-	local cgroup=$1 host node mem plugins
+	local cgroup=$1 nodes=$2 host node mem plugins
 	host=$(hostname -s)
 	[ -f "$conf" ] && ! grep -qF "$marker" "$conf" &&
 		die "$conf exists and was not written by commap; move it away first"
@@ -83,6 +95,7 @@ write_conf() {
 	mem=$(echo "$node" | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p')
 	node=$(echo "$node" | sed "s/RealMemory=[0-9]*/RealMemory=$((mem * 95 / 100))/")
 	mkdir -p "$conf_dir" "$dir"/{state,spool,log,run,tmp}
+	node_conf "$nodes" "$host" "$node"
 	if [ "$cgroup" = yes ]; then
 		plugins="ProctrackType=proctrack/cgroup
 TaskPlugin=task/cgroup,task/affinity"
@@ -95,7 +108,7 @@ TaskPlugin=task/affinity"
 	cat >"$conf" <<EOC
 $marker
 ClusterName=commap
-SlurmctldHost=$host(127.0.0.1)
+SlurmctldHost=$host($ctld_addr)
 SlurmUser=root
 SlurmctldPort=${COMMAP_SLURMCTLD_PORT:-6817}
 SlurmdPort=${COMMAP_SLURMD_PORT:-6818}
@@ -109,15 +122,15 @@ MailProg=/bin/true
 ReturnToService=2
 SchedulerType=sched/backfill
 StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool
+SlurmdSpoolDir=$dir/spool$per_node
 SlurmctldPidFile=$dir/run/slurmctld.pid
-SlurmdPidFile=$dir/run/slurmd.pid
+SlurmdPidFile=$dir/run/slurmd$per_node_dash.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
-SlurmdLogFile=$dir/log/slurmd.log
+SlurmdLogFile=$dir/log/slurmd$per_node_dash.log
 # mpi/pmix makes TmpFS/spmix_appdir_UID_JOB.STEP: two clusters on one
 # machine (tests beside the demo) both run job 1 step 0, so each needs
 # its own, or one step's launch fails ("task 0 launch failed").
-TmpFS=$dir/tmp
+TmpFS=$dir/tmp$per_node
 # Open MPI names its shared-memory segments after the PMIx namespace,
 # which is the job and step id: MPI steps of two clusters with the same
 # job ids at the same time would map each other's segments (a segfault
@@ -129,10 +142,25 @@ PlugStackConfig=$conf_dir/plugstack.conf
 KillWait=5
 InactiveLimit=0
 MinJobAge=60
-$node
-PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+$node_lines
+PartitionName=debug Nodes=$part_nodes Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 EOC
 	log "wrote $conf"
+}
+
+# node_conf N HOST HW-LINE: what differs between one node and several.
+# Several nodes keep their spool, pid and log files and TmpFS apart by
+# name (%n): with MpiDefault=pmix a shared TmpFS fails every step that
+# spans nodes ("spmix_appdir ... File exists").
+node_conf() {
+	if [ "$1" -eq 1 ]; then
+		ctld_addr=127.0.0.1 per_node= per_node_dash= node_lines=$3
+		part_nodes=$2
+	else
+		ctld_addr=$nodes_net.1 per_node=/%n per_node_dash=-%n
+		node_lines=$(nodes_conf_lines "$1" "$3")
+		part_nodes=$(nodes_list "$1")
+	fi
 }
 
 wait_node_idle() {
@@ -151,19 +179,39 @@ wait_node_idle() {
 
 cmd_stop() {
 	need_root
+	nodes_stop
 	stop_pidfile "$dir/run/slurmd.pid" slurmd
 	stop_pidfile "$dir/run/slurmctld.pid" slurmctld
 }
 
 cmd_start() {
 	need_root
-	local cgroup=no
-	[ "${1:-}" = --cgroup ] && cgroup=yes
+	local cgroup=no nodes=1
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--cgroup) cgroup=yes ;;
+		--nodes) nodes=${2:-}; shift ;;
+		*) die "start: unknown option '$1' (--cgroup, --nodes N)" ;;
+		esac
+		shift
+	done
+	case "$nodes" in
+	[1-9]|[1-9][0-9]) ;;
+	*) die "start: --nodes wants a number of nodes from 1 to 99, not '$nodes'" ;;
+	esac
 	command -v slurmctld >/dev/null || die "slurmctld not installed (deploy/install-deps.sh --cluster)"
 	cmd_stop
 	start_munge
-	write_conf "$cgroup"
+	write_conf "$cgroup" "$nodes"
 	export SLURM_CONF=$conf
+	if [ "$nodes" -gt 1 ]; then
+		# a fresh state: jobs recovered from an earlier run hold nodes
+		rm -rf "${dir:?}/state" && mkdir -p "$dir/state"
+		nodes_net_up "$nodes"
+		nodes_start_daemons "$nodes"
+		nodes_wait_idle "$nodes"
+		return 0
+	fi
 	slurmctld -i
 	for _ in $(seq 50); do pid_alive "$dir/run/slurmctld.pid" && break; sleep 0.1; done
 	pid_alive "$dir/run/slurmctld.pid" || die "slurmctld did not start (see $dir/log/slurmctld.log)"
@@ -175,8 +223,12 @@ cmd_start() {
 }
 
 cmd_status() {
-	local rc=0 d
-	for d in slurmctld slurmd; do
+	local rc=0 d f
+	for f in "$dir"/run/slurmd-*.pid; do
+		[ -e "$f" ] && d=${f##*/} && set -- "$@" "${d%.pid}"
+	done
+	[ $# -gt 0 ] || set -- slurmd
+	for d in slurmctld "$@"; do
 		if pid_alive "$dir/run/$d.pid"; then echo "$d: running (pid $(read_pid "$dir/run/$d.pid"))"
 		else echo "$d: stopped"; rc=1; fi
 	done
@@ -189,5 +241,6 @@ case "${1:-}" in
 start) shift; cmd_start "$@" ;;
 stop) cmd_stop ;;
 status) cmd_status ;;
-*) echo "usage: $0 start [--cgroup] | stop | status" >&2; exit 2 ;;
+exec) shift; nodes_exec "$@" ;;
+*) echo "usage: $0 start [--cgroup] [--nodes N] | stop | status | exec [--node NAME] -- CMD..." >&2; exit 2 ;;
 esac
