@@ -3,29 +3,18 @@
  */
 #include "config.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <sys/mount.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "fault_sample.h"
-#include "perf_sample.h"
+#include "tracepoint.h"
 
-#define TP_PATH "events/exceptions/page_fault_user"
-#define DEFAULT_TRACEFS "/sys/kernel/tracing"
-#define DEBUGFS_TRACEFS "/sys/kernel/debug/tracing"
-/* The kernel copies at most a page of filter text. */
-#define FILTER_MAX 4096
+#define TP_EVENT "exceptions/page_fault_user"
+#define TP_PATH "events/" TP_EVENT
 
 /* ---- pure parsing ------------------------------------------------------ */
 
@@ -36,58 +25,6 @@ void cm_fault_format_default(struct cm_fault_format *f)
 	f->ip_off = 16;
 	f->err_off = 24;
 	f->min_size = 32;
-}
-
-/* Largest offset or size believed: a trace entry lives in one page. */
-#define FORMAT_NUM_MAX 65535u
-
-/* "N" up to ';' or a blank, N a decimal number <= FORMAT_NUM_MAX (strtoul
- * alone would take "-8" as a huge offset). */
-static bool format_num(const char *p, unsigned *v)
-{
-	unsigned long n = 0;
-
-	if (!isdigit((unsigned char)*p))
-		return false;
-	for (; isdigit((unsigned char)*p); p++) {
-		n = n * 10 + (unsigned long)(*p - '0');
-		if (n > FORMAT_NUM_MAX)
-			return false;
-	}
-	if (*p != ';' && *p != '\0' && !isspace((unsigned char)*p))
-		return false;
-	*v = (unsigned)n;
-	return true;
-}
-
-/* One "field:TYPE NAME;\toffset:N;\tsize:N;" line: the name (last word
- * before ';'), offset and size.  1 a field, 0 no field, -1 a field whose
- * offset or size is not a number in range. */
-static int format_line(const char *line, const char *end, char *name,
-		       size_t namelen, unsigned *off, unsigned *size)
-{
-	const char *f = strstr(line, "field:"), *semi, *w, *o, *s;
-	size_t n;
-
-	if (!f || f >= end)
-		return 0;
-	semi = memchr(f, ';', (size_t)(end - f));
-	if (!semi)
-		return 0;
-	for (w = semi; w > f && w[-1] != ' ' && w[-1] != ':'; w--)
-		;
-	n = (size_t)(semi - w);
-	if (n == 0 || n >= namelen)
-		return 0;
-	memcpy(name, w, n);
-	name[n] = '\0';
-	o = strstr(semi, "offset:");
-	s = strstr(semi, "size:");
-	if (!o || !s || o >= end || s >= end)
-		return 0;
-	if (!format_num(o + 7, off) || !format_num(s + 5, size))
-		return -1;
-	return 1;
 }
 
 struct want_field {
@@ -112,34 +49,31 @@ int cm_fault_format_parse(const char *text, struct cm_fault_format *f,
 	if (!text || !f)
 		return cm_errorf(err, EINVAL, "fault format: NULL argument");
 	while (line && *line) {
-		const char *end = strchr(line, '\n');
-		char name[64];
-		unsigned off, size;
+		const char *end = strchr(line, '\n'), *name = NULL;
+		size_t nl = 0;
+		unsigned off = 0, size = 0;
+		int kind;
 
 		if (!end)
 			end = line + strlen(line);
-		int kind = format_line(line, end, name, sizeof(name), &off,
-				       &size);
-
-		if (kind != 0) {
-			for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
-				if (strcmp(name, w[i].name))
-					continue;
-				if (kind < 0)
-					return cm_errorf(err, EBADMSG, "fault "
-						"format: field %s: offset or "
-						"size is not a number up to "
-						"%u", name, FORMAT_NUM_MAX);
-				if (size != w[i].size)
-					return cm_errorf(err, EBADMSG, "fault "
-						"format: field %s has size %u, "
-						"want %u", name, size,
-						w[i].size);
-				*w[i].off = off;
-				w[i].found = true;
-				if (off + size > r.min_size)
-					r.min_size = off + size;
-			}
+		kind = cm_tp_format_line(line, end, &name, &nl, &off, &size);
+		for (size_t i = 0; kind && i < sizeof(w) / sizeof(w[0]); i++) {
+			if (strlen(w[i].name) != nl ||
+			    memcmp(name, w[i].name, nl))
+				continue;
+			if (kind < 0)
+				return cm_errorf(err, EBADMSG, "fault format: "
+					"field %s: offset or size is not a "
+					"number up to %u", w[i].name,
+					CM_TP_FORMAT_NUM_MAX);
+			if (size != w[i].size)
+				return cm_errorf(err, EBADMSG, "fault format: "
+					"field %s has size %u, want %u",
+					w[i].name, size, w[i].size);
+			*w[i].off = off;
+			w[i].found = true;
+			if (off + size > r.min_size)
+				r.min_size = off + size;
 		}
 		line = *end ? end + 1 : NULL;
 	}
@@ -269,27 +203,13 @@ int cm_fault_filter_build(pid_t *tids, int n, char *buf, size_t len)
 
 /* ---- the sampler ------------------------------------------------------- */
 
-/* Per CPU: the ring belongs to an event whose filter matches nothing
- * (owner); the event doing the work (active) writes into it.  The kernel
- * lets a perf tracepoint event have a filter set only once (EEXIST after),
- * so a new thread set means a new active event, redirected into the same
- * ring (PERF_EVENT_IOC_SET_OUTPUT), and the old one closed. */
-struct fring {
-	int cpu;
-	int fd;			/* owner: mapped, polled */
-	int active;		/* -1 none yet */
-	void *base;
-	size_t maplen;
-	uint8_t *data;
-	uint64_t size;
-};
-
 struct cm_fault_sampler {
 	struct cm_fault_format fmt;
-	struct perf_event_attr attr;
-	struct fring *rings;
-	int ncpu, nrings;
+	struct cm_tp_rings rings;	/* one tracepoint, one ring per CPU */
 	struct cm_fault_stats st;
+	cm_fault_fn fn;			/* the current read's consumer */
+	void *arg;
+	long delivered;
 	uint8_t buf[65536];	/* a record wrapping at the ring's end */
 };
 
@@ -299,128 +219,25 @@ void cm_fault_config_default(struct cm_fault_config *cfg)
 	cfg->ring_pages = CM_FAULT_DEFAULT_RING_PAGES;
 }
 
-/* Whole small file into buf (NUL-terminated); bytes read or -1. */
-static ssize_t read_small(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n, got = 0;
-
-	if (fd < 0)
-		return -1;
-	while ((size_t)got < len - 1 &&
-	       (n = read(fd, buf + got, len - 1 - (size_t)got)) > 0)
-		got += n;
-	close(fd);
-	buf[got] = '\0';
-	return got;
-}
-
-static int read_tp_id(const char *root, uint64_t *id)
-{
-	char path[512], buf[32];
-
-	snprintf(path, sizeof(path), "%s/" TP_PATH "/id", root);
-	if (read_small(path, buf, sizeof(buf)) <= 0)
-		return -1;
-	*id = strtoull(buf, NULL, 10);
-	return *id ? 0 : -1;
-}
-
-/* The tracepoint's id and format.  With no root given, tracefs is
- * mounted at its usual place when it is not (root only), and the debugfs
- * path is tried last. */
+/* The tracepoint's id and format (the x86-64 layout when the format file
+ * is unreadable). */
 static int find_tracepoint(const struct cm_fault_config *cfg, uint64_t *id,
 			   struct cm_fault_format *fmt, struct cm_error *err)
 {
-	const char *root = cfg->tracefs;
+	const char *root = cm_tp_tracefs_root(cfg->tracefs, TP_PATH "/id");
 	char path[512], text[8192];
 
-	if (!root) {
-		root = DEFAULT_TRACEFS;
-		/* Not mounted (no README): mount it, or try debugfs. */
-		if (read_tp_id(root, id) < 0 &&
-		    access(DEFAULT_TRACEFS "/README", F_OK) < 0 &&
-		    mount("nodev", DEFAULT_TRACEFS, "tracefs", 0, NULL) < 0 &&
-		    read_tp_id(DEBUGFS_TRACEFS, id) == 0)
-			root = DEBUGFS_TRACEFS;
-	}
-	if (read_tp_id(root, id) < 0)
+	if (cm_tp_read_id(root, TP_EVENT, id) < 0)
 		return cm_errorf(err, ENOENT, "fault backend: cannot read %s/"
 				 TP_PATH "/id: %s (tracefs not mounted, or no "
 				 "such tracepoint in this kernel)", root,
 				 strerror(errno));
 	snprintf(path, sizeof(path), "%s/" TP_PATH "/format", root);
-	if (read_small(path, text, sizeof(text)) <= 0) {
+	if (cm_tp_read_small(path, text, sizeof(text)) <= 0) {
 		cm_fault_format_default(fmt);
 		return 0;
 	}
 	return cm_fault_format_parse(text, fmt, err);
-}
-
-static int paranoid(void)
-{
-	char buf[32];
-
-	if (read_small("/proc/sys/kernel/perf_event_paranoid", buf,
-		       sizeof(buf)) <= 0)
-		return 99;
-	return atoi(buf);
-}
-
-static int open_error(struct cm_error *err, int e, int cpu)
-{
-	if (e == EACCES || e == EPERM)
-		return cm_errorf(err, e, "perf_event_open(exceptions:"
-				 "page_fault_user, cpu %d): %s; CPU-wide "
-				 "tracepoints need root or CAP_PERFMON "
-				 "(kernel.perf_event_paranoid is %d)", cpu,
-				 strerror(e), paranoid());
-	return cm_errorf(err, e, "perf_event_open(exceptions:page_fault_user,"
-			 " cpu %d): %s", cpu, strerror(e));
-}
-
-static int map_fring(struct fring *r, unsigned pages, struct cm_error *err)
-{
-	size_t page = (size_t)getpagesize();
-	struct perf_event_mmap_page *meta;
-
-	r->maplen = (1 + (size_t)pages) * page;
-	r->base = mmap(NULL, r->maplen, PROT_READ | PROT_WRITE, MAP_SHARED,
-		       r->fd, 0);
-	if (r->base == MAP_FAILED) {
-		r->base = NULL;
-		return cm_errorf(err, errno, "fault backend: mmap of a ring "
-				 "(%zu bytes): %s", r->maplen,
-				 strerror(errno));
-	}
-	meta = r->base;
-	r->data = (uint8_t *)r->base + (meta->data_offset ? meta->data_offset
-					: page);
-	r->size = meta->data_size ? meta->data_size : (uint64_t)pages * page;
-	return 0;
-}
-
-static int open_cpu(struct cm_fault_sampler *s, struct perf_event_attr *a,
-		    int cpu, unsigned pages, struct cm_error *err)
-{
-	struct fring *r = &s->rings[s->nrings];
-
-	r->cpu = cpu;
-	r->active = -1;
-	r->fd = (int)syscall(SYS_perf_event_open, a, -1, cpu, -1,
-			     PERF_FLAG_FD_CLOEXEC);
-	if (r->fd < 0)
-		return errno == ENODEV ? 0 : open_error(err, errno, cpu);
-	s->nrings++;
-	if (ioctl(r->fd, PERF_EVENT_IOC_SET_FILTER, "common_pid<0"))
-		return cm_errorf(err, errno, "fault backend: cpu %d: cannot "
-				 "set a filter: %s", cpu, strerror(errno));
-	if (map_fring(r, pages, err))
-		return -1;
-	if (ioctl(r->fd, PERF_EVENT_IOC_ENABLE, 0))
-		return cm_errorf(err, errno, "fault backend: enable: %s",
-				 strerror(errno));
-	return 0;
 }
 
 struct cm_fault_sampler *cm_fault_sampler_new(const struct cm_fault_config *c,
@@ -428,9 +245,6 @@ struct cm_fault_sampler *cm_fault_sampler_new(const struct cm_fault_config *c,
 {
 	struct cm_fault_config def;
 	struct cm_fault_sampler *s;
-	struct perf_event_attr a;
-	uint64_t id = 0;
-	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 
 	if (!c) {
 		cm_fault_config_default(&def);
@@ -442,38 +256,19 @@ struct cm_fault_sampler *cm_fault_sampler_new(const struct cm_fault_config *c,
 		return NULL;
 	}
 	s = calloc(1, sizeof(*s));
-	if (!s || ncpu < 1 ||
-	    !(s->rings = calloc((size_t)ncpu, sizeof(*s->rings)))) {
-		free(s);
+	if (!s) {
 		cm_errorf(err, ENOMEM, "fault backend: out of memory");
 		return NULL;
 	}
-	s->ncpu = (int)ncpu;
-	if (find_tracepoint(c, &id, &s->fmt, err))
-		goto fail;
-	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
-	a.type = PERF_TYPE_TRACEPOINT;
-	a.config = id;
-	a.sample_period = 1;	/* every fault */
-	a.sample_type = CM_FAULT_SAMPLE_TYPE;
-	a.disabled = 1;
-	a.use_clockid = 1;	/* same clock as the sample backend */
-	a.clockid = CLOCK_MONOTONIC;
-	a.watermark = 1;
-	a.wakeup_watermark = c->ring_pages * (uint32_t)getpagesize() / 4;
-	s->attr = a;
-	for (int cpu = 0; cpu < s->ncpu; cpu++)
-		if (open_cpu(s, &a, cpu, c->ring_pages, err))
-			goto fail;
-	if (!s->nrings) {
-		cm_errorf(err, ENODEV, "fault backend: no online CPU");
-		goto fail;
+	s->rings.who = "fault backend";
+	s->rings.event = "exceptions:page_fault_user";
+	s->rings.nids = 1;
+	if (find_tracepoint(c, &s->rings.ids[0], &s->fmt, err) ||
+	    cm_tp_rings_open(&s->rings, c->ring_pages, err)) {
+		cm_fault_sampler_free(s);
+		return NULL;
 	}
 	return s;
-fail:
-	cm_fault_sampler_free(s);
-	return NULL;
 }
 
 void cm_fault_sampler_free(struct cm_fault_sampler *s)
@@ -482,167 +277,67 @@ void cm_fault_sampler_free(struct cm_fault_sampler *s)
 
 	if (!s)
 		return;
-	for (int i = 0; i < s->nrings; i++) {
-		if (s->rings[i].active >= 0)
-			close(s->rings[i].active);
-		if (s->rings[i].base)
-			munmap(s->rings[i].base, s->rings[i].maplen);
-		close(s->rings[i].fd);
-	}
-	free(s->rings);
+	cm_tp_rings_close(&s->rings);
 	free(s);
 	errno = e;
 }
 
-/* A new active event on ring r's CPU with this filter (NULL: none),
- * writing into r's ring; -1 on failure (nothing left open). */
-static int open_active(struct cm_fault_sampler *s, const struct fring *r,
-		       const char *filter)
-{
-	int fd = (int)syscall(SYS_perf_event_open, &s->attr, -1, r->cpu, -1,
-			      PERF_FLAG_FD_CLOEXEC);
-
-	if (fd < 0)
-		return -1;
-	if ((filter && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter)) ||
-	    ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* Replace every CPU's active event by one with this filter; all or
- * nothing.  0 or -1. */
-static int replace_active(struct cm_fault_sampler *s, const char *filter)
-{
-	int *fds = malloc((size_t)s->nrings * sizeof(*fds));
-
-	if (!fds)
-		return -1;
-	for (int i = 0; i < s->nrings; i++) {
-		fds[i] = open_active(s, &s->rings[i], filter);
-		if (fds[i] < 0) {
-			int e = errno;
-
-			while (i-- > 0)
-				close(fds[i]);
-			free(fds);
-			errno = e;
-			return -1;
-		}
-	}
-	/* Old off, new on: a gap of a few microseconds, no fault twice. */
-	for (int i = 0; i < s->nrings; i++) {
-		if (s->rings[i].active >= 0) {
-			ioctl(s->rings[i].active, PERF_EVENT_IOC_DISABLE, 0);
-			close(s->rings[i].active);
-		}
-		ioctl(fds[i], PERF_EVENT_IOC_ENABLE, 0);
-		s->rings[i].active = fds[i];
-	}
-	free(fds);
-	return 0;
-}
-
 int cm_fault_sampler_set_tids(struct cm_fault_sampler *s, pid_t *tids, int n)
 {
-	char filter[FILTER_MAX];
+	int rc;
 
 	if (!s || n < 0 || (n > 0 && !tids))
 		return cm_errorf(NULL, EINVAL, "fault sampler: bad argument");
-	if (cm_fault_filter_build(tids, n, filter, sizeof(filter)) >= 0 &&
-	    replace_active(s, filter) == 0) {
+	rc = cm_tp_rings_set_tids(&s->rings, tids, n);
+	if (rc == 0)
 		s->st.filters++;
-		return 0;
-	}
-	/* Too long, or refused: every process's faults, dropped by the
-	 * consumer's identity check (correct, only more expensive). */
-	s->st.filter_fail++;
-	if (replace_active(s, NULL) < 0)
+	else
+		s->st.filter_fail++;
+	if (rc < 0)
 		return cm_errorf(NULL, errno, "fault sampler: cannot open "
 				 "an event: %s", strerror(errno));
-	return 1;
+	return rc;
 }
 
-/* Non-sample records: lost counts are kept, the rest skipped. */
-static void other_record(struct cm_fault_sampler *s, const uint8_t *p,
-			 size_t len)
+/* One sample record of a ring: parsed, counted, handed on. */
+static void on_record(const uint8_t *p, size_t len, void *arg)
 {
-	struct perf_event_header h;
-
-	memcpy(&h, p, sizeof(h));
-	if (h.type == PERF_RECORD_LOST && len >= 24)
-		s->st.lost += get64(p + 16);
-	else if (h.type == PERF_RECORD_LOST_SAMPLES && len >= 16)
-		s->st.lost += get64(p + 8);
-	else
-		s->st.other++;
-}
-
-static long read_fring(struct cm_fault_sampler *s, struct fring *r,
-		       cm_fault_fn fn, void *arg)
-{
-	struct perf_event_mmap_page *meta = r->base;
-	uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = meta->data_tail;
-	const uint8_t *p;
+	struct cm_fault_sampler *s = arg;
 	struct cm_fault f;
-	size_t len;
-	long n = 0;
-	int got;
 
-	while ((got = cm_perf_ring_next(r->data, r->size, head, &tail,
-					s->buf, sizeof(s->buf), &p, &len,
-					NULL)) > 0) {
-		struct perf_event_header h;
-
-		memcpy(&h, p, sizeof(h));
-		if (h.type != PERF_RECORD_SAMPLE) {
-			other_record(s, p, len);
-			continue;
-		}
-		if (cm_fault_parse_sample(&s->fmt, p, len, &f, NULL)) {
-			s->st.malformed++;
-			continue;
-		}
-		s->st.records++;
-		n++;
-		if (fn)
-			fn(&f, arg);
-	}
-	if (got < 0) {
+	if (cm_fault_parse_sample(&s->fmt, p, len, &f, NULL)) {
 		s->st.malformed++;
-		tail = head;
+		return;
 	}
-	__atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
-	return n;
+	s->st.records++;
+	s->delivered++;
+	if (s->fn)
+		s->fn(&f, s->arg);
 }
 
 long cm_fault_sampler_read(struct cm_fault_sampler *s, cm_fault_fn fn,
 			   void *arg)
 {
-	long n = 0;
+	struct cm_tp_counts c = { 0 };
 
 	if (!s)
 		return cm_errorf(NULL, EINVAL, "fault sampler: NULL");
-	for (int i = 0; i < s->nrings; i++)
-		n += read_fring(s, &s->rings[i], fn, arg);
-	return n;
+	s->fn = fn;
+	s->arg = arg;
+	s->delivered = 0;
+	for (int i = 0; i < s->rings.nring; i++)
+		cm_tp_ring_drain(&s->rings, i, s->buf, sizeof(s->buf),
+				 on_record, s, &c);
+	s->st.lost += c.lost;
+	s->st.other += c.other;
+	s->st.malformed += c.malformed;
+	return s->delivered;
 }
 
 int cm_fault_sampler_pollfds(const struct cm_fault_sampler *s,
 			     struct pollfd *pfd, int max)
 {
-	int n = 0;
-
-	for (int i = 0; s && i < s->nrings && n < max; i++) {
-		pfd[n].fd = s->rings[i].fd;
-		pfd[n].events = POLLIN;
-		pfd[n].revents = 0;
-		n++;
-	}
-	return n;
+	return s ? cm_tp_rings_pollfds(&s->rings, pfd, max) : 0;
 }
 
 void cm_fault_sampler_stats(const struct cm_fault_sampler *s,
@@ -656,5 +351,5 @@ void cm_fault_sampler_stats(const struct cm_fault_sampler *s,
 
 int cm_fault_sampler_nevents(const struct cm_fault_sampler *s)
 {
-	return s ? s->nrings : 0;
+	return s ? s->rings.nring : 0;
 }

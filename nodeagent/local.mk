@@ -10,6 +10,7 @@ nodeagent_libagent_la_SOURCES = \
 	nodeagent/collect.h nodeagent/collect.c \
 	nodeagent/collect_internal.h nodeagent/collect_calib.c \
 	nodeagent/collect_drain.c nodeagent/collect_rate.c \
+	nodeagent/tracepoint.h nodeagent/tracepoint.c \
 	nodeagent/fault_sample.h nodeagent/fault_sample.c \
 	nodeagent/cma_trace.h nodeagent/cma_trace.c nodeagent/cma_pair.c \
 	nodeagent/cma_attrib.h nodeagent/cma_attrib.c \
@@ -26,6 +27,7 @@ AGENT_TESTS = \
 	tests/unit/test_collect.t \
 	tests/unit/test_fault_sample.t \
 	tests/unit/test_cma_trace.t \
+	tests/unit/test_tracepoint.t \
 	tests/unit/test_sample_rate.t
 check_PROGRAMS += $(AGENT_TESTS)
 TESTS += $(AGENT_TESTS)
@@ -55,6 +57,9 @@ tests_unit_test_fault_sample_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.
 tests_unit_test_cma_trace_t_SOURCES = tests/unit/test_cma_trace.c
 tests_unit_test_cma_trace_t_CFLAGS = $(AGENT_TEST_CFLAGS)
 tests_unit_test_cma_trace_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.la $(AGENT_TEST_LDADD)
+tests_unit_test_tracepoint_t_SOURCES = tests/unit/test_tracepoint.c
+tests_unit_test_tracepoint_t_CFLAGS = $(AGENT_TEST_CFLAGS)
+tests_unit_test_tracepoint_t_LDADD = $(AGENT_TEST_LDADD)
 tests_unit_test_sample_rate_t_SOURCES = tests/unit/test_sample_rate.c
 tests_unit_test_sample_rate_t_CFLAGS = $(AGENT_TEST_CFLAGS)
 tests_unit_test_sample_rate_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.la $(AGENT_TEST_LDADD)

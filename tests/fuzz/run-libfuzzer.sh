@@ -42,7 +42,8 @@ fuzz_model)
 	;;
 fuzz_proc_maps|fuzz_perf_record|fuzz_fault_format|fuzz_decode)
 	lib="$lib nodeagent/detect_table.c nodeagent/perf_sample.c"
-	lib="$lib nodeagent/fault_sample.c nodeagent/decode.c"
+	lib="$lib nodeagent/fault_sample.c nodeagent/tracepoint.c"
+	lib="$lib nodeagent/decode.c"
 	inc="$inc -I$top/nodeagent"
 	libs="$libs $(pkg-config --cflags --libs capstone)"
 	;;
@@ -51,8 +52,9 @@ fuzz_cma_record|fuzz_recording)
 	lib=$(cd "$top" && echo lib/*.c nodeagent/decode.c \
 		nodeagent/perf_sample.c nodeagent/detect_table.c \
 		nodeagent/detect_overlap.c nodeagent/evidence.c \
-		nodeagent/collect.c nodeagent/fault_sample.c \
-		nodeagent/cma_trace.c nodeagent/cma_pair.c \
+		nodeagent/collect*.c nodeagent/fault_sample.c \
+		nodeagent/tracepoint.c nodeagent/cma_trace.c \
+		nodeagent/cma_pair.c \
 		nodeagent/cma_attrib.c nodeagent/sample_rate.c \
 		nodeagent/numa_balancing.c nodeagent/record.c \
 		nodeagent/record_read.c nodeagent/proc_track.c)
