@@ -65,26 +65,33 @@ static int check_node(void)
 #endif
 }
 
-/* GET path; 1 when the answer is 200, else 0 after one line saying why
- * (remote_get already printed unreachable services). */
+/* GET path; 1 when the service answers 200 with its JSON, else 0 after
+ * one line saying why: what answered when it is not a commap service
+ * (never its page), else the status and the service's message. */
 static int service_answers(const char *base, const char *path,
 			   const char *what)
 {
 	struct remote_answer ans;
+	char how[160], *msg;
 	int ok;
 
 	if (remote_get(base, path, &ans) < 0) {
 		printf("  FAIL  %-16s %s does not answer\n", what, base);
 		return 0;
 	}
-	ok = ans.code == 200;
-	if (ok)
+	ok = ans.code == 200 && remote_answer_is_json(&ans);
+	msg = ok ? NULL : remote_answer_error(&ans);
+	if (ok) {
 		printf("  ok    %-16s %s%s\n", what, base, path);
-	else
-		remote_http_error(base, what, &ans);
-	if (!ok)
-		printf("  FAIL  %-16s %s%s: HTTP %ld\n", what, base, path,
-		       ans.code);
+	} else if (!msg) {
+		remote_describe_answer(&ans, how, sizeof(how));
+		printf("  FAIL  %-16s %s%s answered %s: not a commap "
+		       "service\n", what, base, path, how);
+	} else {
+		printf("  FAIL  %-16s %s%s: HTTP %ld: %s\n", what, base, path,
+		       ans.code, msg);
+	}
+	free(msg);
 	remote_answer_free(&ans);
 	return ok;
 }

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -305,9 +306,12 @@ static int fetch(const char *base, const char *path, const char *what,
 		return CLI_EXIT_RUNTIME;
 	}
 	*json = json_loadb(ans.body, ans.len, 0, &je);
-	if (!*json) {
-		cli_error("the service at %s sent invalid JSON for %s: %s",
-			  base, what, je.text);
+	if (!json_is_object(*json)) {
+		/* A 200 that is not the service's JSON: another server
+		 * (a web server's index page, a captive portal). */
+		json_decref(*json);
+		*json = NULL;
+		remote_not_service(base, &ans);
 		remote_answer_free(&ans);
 		return CLI_EXIT_RUNTIME;
 	}
@@ -442,6 +446,25 @@ static void print_models(const char *base)
 	json_decref(j);
 }
 
+/* An empty listing.  The service answers another user's jobs with an
+ * empty list rather than a refusal (an admin sees them, others see only
+ * their own): say so, rather than "(no jobs)" for jobs that may exist. */
+static void print_none(int jobs, const char *user)
+{
+	const struct passwd *pw = getpwuid(getuid());
+
+	if (!jobs) {
+		printf("(no applications)\n");
+		return;
+	}
+	if (!user || (pw && !strcmp(pw->pw_name, user))) {
+		printf("(no jobs)\n");
+		return;
+	}
+	printf("(no jobs of %s that you may see: the service shows you only "
+	       "your own jobs,\n unless you are one of its admins)\n", user);
+}
+
 static int run_list(const char *cmd, int argc, char *argv[], int jobs)
 {
 	struct remote_args a = { .service = NULL };
@@ -468,6 +491,10 @@ static int run_list(const char *cmd, int argc, char *argv[], int jobs)
 		goto out;
 	}
 	list = json_object_get(j, jobs ? "jobs" : "apps");
+	if (!json_is_array(list)) {
+		rv = remote_not_service(base, &raw);
+		goto out;
+	}
 	if (jobs && many_clusters(list))
 		printf("%-12s ", "CLUSTER");
 	if (jobs)
@@ -492,7 +519,7 @@ static int run_list(const char *cmd, int argc, char *argv[], int jobs)
 			       str_or(e, "executable", "-"));
 	}
 	if (!json_array_size(list))
-		printf("(no %s)\n", jobs ? "jobs" : "applications");
+		print_none(jobs, a.user);
 	if (!jobs)
 		print_models(base);
 	rv = close_output(&a, stdout, 0);
@@ -536,6 +563,8 @@ static int forget_model(int argc, char *argv[])
 	if (path && remote_request(base, "DELETE", path, &ans) == 0) {
 		if (ans.code != 200) {
 			rv = remote_http_error(base, what, &ans);
+		} else if (!remote_answer_is_json(&ans)) {
+			rv = remote_not_service(base, &ans);
 		} else {
 			j = json_loadb(ans.body, ans.len, 0, NULL);
 			printf("forgot model %s (%lld run%s); the next run "

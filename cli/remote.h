@@ -22,6 +22,7 @@ struct remote_answer {
 	long code;		/* HTTP status */
 	char *body;		/* NUL-terminated, malloc'ed */
 	size_t len;
+	char content_type[64];	/* "" when the server sent none */
 };
 
 /* GET base+path with a fresh munge credential of the calling user.
@@ -35,10 +36,30 @@ int remote_request(const char *base, const char *method, const char *path,
 void remote_answer_free(struct remote_answer *ans);
 
 /* Print the error for a non-2xx answer ("what" names the object, e.g.
- * "job 42"), naming the status and the service's message.  Returns
- * CLI_EXIT_RUNTIME. */
+ * "job 42" or "model 7"), naming the status and the service's message;
+ * an answer without the service's JSON error is remote_not_service's.
+ * Returns CLI_EXIT_RUNTIME. */
 int remote_http_error(const char *base, const char *what,
 		      const struct remote_answer *ans);
+
+/* The service's {"error": "..."} of an answer, malloc'ed, control bytes
+ * replaced by '?' (a foreign server's text reaches a terminal); NULL
+ * when the answer has none. */
+char *remote_answer_error(const struct remote_answer *ans);
+
+/* Is the answer a JSON object, as every answer of the service is? */
+int remote_answer_is_json(const struct remote_answer *ans);
+
+/* What answered at base, in a few words, for an answer that is not the
+ * service's JSON: "HTTP 404 with an HTML page (text/html, 469 bytes)".
+ * The body itself is never shown (another server's whole page). */
+void remote_describe_answer(const struct remote_answer *ans, char *out,
+			    size_t size);
+
+/* Print that base answered but is not a commap service (another web
+ * server, a proxy's error page): the status and the kind of body, never
+ * the body.  Returns CLI_EXIT_RUNTIME. */
+int remote_not_service(const char *base, const struct remote_answer *ans);
 
 /* Entries of a result's migrations list that move a placed thread
  * (moved = 1: the migrations) or place it for the first time (moved = 0,

@@ -14,9 +14,11 @@ endif
 endif
 
 EXTRA_DIST += tests/service/t0650-cli.sh tests/service/t0655-report-why.sh
+EXTRA_DIST += tests/service/t0652-cli-messages.sh
 if HAVE_SERVICE
 if HAVE_CURL
 TESTS += tests/service/t0650-cli.sh tests/service/t0655-report-why.sh
+TESTS += tests/service/t0652-cli-messages.sh
 endif
 endif
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #if defined(HAVE_CURL) && defined(HAVE_MUNGE)
 #define REMOTE_NET 1
@@ -176,6 +177,7 @@ char *remote_escape(const char *s)
 
 static int perform(CURL *c, const char *url, struct remote_answer *ans)
 {
+	char *ctype = NULL;
 	CURLcode cc;
 
 	curl_easy_setopt(c, CURLOPT_URL, url);
@@ -193,6 +195,10 @@ static int perform(CURL *c, const char *url, struct remote_answer *ans)
 		return -1;
 	}
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &ans->code);
+	if (curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ctype) == CURLE_OK &&
+	    ctype)
+		snprintf(ans->content_type, sizeof(ans->content_type), "%s",
+			 ctype);
 	if (!ans->body && !(ans->body = calloc(1, 1)))
 		return -1;
 	return 0;
@@ -271,45 +277,117 @@ int remote_request(const char *base, const char *method, const char *path,
 
 #endif
 
-/* The service's {"error": "..."} or the start of the body. */
-static char *answer_message(const struct remote_answer *ans)
+int remote_answer_is_json(const struct remote_answer *ans)
+{
+	json_t *j = ans->body ? json_loadb(ans->body, ans->len, 0, NULL) :
+				NULL;
+	int is = json_is_object(j);
+
+	json_decref(j);
+	return is;
+}
+
+/* "an HTML page", "a text/plain body": the kind, from the content type
+ * or, when there is none, a look at the first byte. */
+static const char *body_kind(const struct remote_answer *ans)
+{
+	const char *t = ans->content_type;
+	const char *b = ans->body ? ans->body : "";
+
+	while (*b == ' ' || *b == '\t' || *b == '\r' || *b == '\n')
+		b++;
+	if (ans->len == 0)
+		return "an empty body";
+	if (!strncasecmp(t, "application/json", 16))
+		return "JSON that is not the service's";
+	if (!strncasecmp(t, "text/html", 9) || *b == '<')
+		return "an HTML page";
+	return "a body that is not JSON";
+}
+
+void remote_describe_answer(const struct remote_answer *ans, char *out,
+			    size_t size)
+{
+	char ctype[64];
+	size_t n;
+
+	/* The type without its "; charset=..." and never a control byte:
+	 * it is the other server's text. */
+	n = strcspn(ans->content_type, "; \t\r\n");
+	snprintf(ctype, sizeof(ctype), "%.*s", (int)n, ans->content_type);
+	for (n = 0; ctype[n]; n++)
+		if ((unsigned char)ctype[n] < 0x20 || ctype[n] == 0x7f)
+			ctype[n] = '?';
+	if (ans->len == 0)
+		snprintf(out, size, "HTTP %ld with an empty body", ans->code);
+	else
+		snprintf(out, size, "HTTP %ld with %s (%s%s%zu bytes)",
+			 ans->code, body_kind(ans), ctype, *ctype ? ", " : "",
+			 ans->len);
+}
+
+int remote_not_service(const char *base, const struct remote_answer *ans)
+{
+	char what[160];
+
+	remote_describe_answer(ans, what, sizeof(what));
+	cli_error("%s answered %s: it is not a commap service (give its URL "
+		  "with --service, $COMMAP_SERVICE or the 'service' key of "
+		  "commap.conf)", base, what);
+	return CLI_EXIT_RUNTIME;
+}
+
+char *remote_answer_error(const struct remote_answer *ans)
 {
 	json_t *j = json_loadb(ans->body ? ans->body : "", ans->len, 0, NULL);
 	const char *e = json_string_value(json_object_get(j, "error"));
-	char *m = NULL;
+	char *m = e ? strdup(e) : NULL;
+	size_t i;
 
-	if (e)
-		m = strdup(e);
-	else if (asprintf(&m, "%.200s", ans->body ? ans->body : "") < 0)
-		m = NULL;
+	for (i = 0; m && m[i]; i++)
+		if ((unsigned char)m[i] < 0x20 || m[i] == 0x7f)
+			m[i] = '?';
 	json_decref(j);
 	return m;
+}
+
+/* What a refusal means for the object named: a model is forgotten (its
+ * owner's or by an admin), jobs and results are read. */
+static const char *forbidden_hint(const char *what)
+{
+	if (!strncmp(what, "model", 5))
+		return "you may forget only your own models, unless you are "
+		       "an admin of the service";
+	return "you may read only your own jobs, unless you are an admin of "
+	       "the service";
 }
 
 int remote_http_error(const char *base, const char *what,
 		      const struct remote_answer *ans)
 {
-	char *msg = answer_message(ans);
-	const char *m = msg ? msg : "";
+	char *msg = remote_answer_error(ans);
 
+	if (!msg)
+		return remote_not_service(base, ans);
 	switch (ans->code) {
 	case 401:
 		cli_error("the service at %s refused the munge credential "
-			  "(401): %s", base, m);
+			  "(401): %s", base, msg);
 		break;
 	case 403:
-		cli_error("%s: permission denied (403): %s; you may only read "
-			  "your own jobs", what, m);
+		cli_error("%s: permission denied (403): %s; %s", what, msg,
+			  forbidden_hint(what));
 		break;
 	case 404:
-		cli_error("%s not found at %s (404): %s", what, base, m);
+		cli_error("%s not found at %s (404): %s", what, base, msg);
 		break;
 	case 400:
-		cli_error("the service refused the request (400): %s", m);
+		cli_error("the service at %s refused the request (400): %s",
+			  base, msg);
 		break;
 	default:
 		cli_error("the service at %s answered %ld: %s", base,
-			  ans->code, m);
+			  ans->code, msg);
 	}
 	free(msg);
 	return CLI_EXIT_RUNTIME;
