@@ -125,3 +125,9 @@ tests_fuzz_fuzz_result_upload_t_CPPFLAGS = $(AM_CPPFLAGS) \
 	-I$(top_srcdir)/service -DFUZZ_TARGET='"result_upload"'
 tests_fuzz_fuzz_result_upload_t_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_fuzz_fuzz_result_upload_t_LDADD = lib/libcommap.la $(JANSSON_LIBS) -lm
+
+# /metrics: what the agents did, from the stored results (svc_metrics.c).
+EXTRA_DIST += tests/service/t0646-metrics-agents.sh
+if HAVE_SERVICE
+TESTS += tests/service/t0646-metrics-agents.sh
+endif

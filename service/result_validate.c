@@ -1243,6 +1243,29 @@ static int validate_cluster(const struct jv *doc,
 	return 0;
 }
 
+static int64_t count_or_0(const struct jv *v)
+{
+	return jv_is(v, JV_INTEGER) && v->u.i > 0 ? v->u.i : 0;
+}
+
+/* The agent's outcome for the metrics (struct svc_result_ident): keys
+ * added to the format over time, so read as found, never refused. */
+static void summarize(const struct jv *doc, struct svc_result_ident *id)
+{
+	const struct jv *g = jv_get(doc, "guard"), *v, *e;
+
+	id->n_warnings = jv_is(jv_get(doc, "warnings"), JV_ARRAY) ?
+			 jv_size(jv_get(doc, "warnings")) : 0;
+	v = jv_get(doc, "not_pinned");
+	id->not_pinned = jv_is(v, JV_STRING) ? v->u.str.s : NULL;
+	id->guard_checked = count_or_0(jv_get(g, "checked"));
+	id->guard_undone = count_or_0(jv_get(g, "undone"));
+	id->dry_run = jv_is(jv_get(jv_get(doc, "topology"), "dry_run"),
+			    JV_TRUE);
+	for (e = jv_first(jv_get(doc, "timeline")); e; e = e->next)
+		id->n_forced += jv_is(jv_get(e, "forced"), JV_TRUE);
+}
+
 static int validate(const struct jv *doc, struct svc_result_ident *id,
 		    struct cm_error *err)
 {
@@ -1269,6 +1292,7 @@ static int validate(const struct jv *doc, struct svc_result_ident *id,
 	    validate_migrations(doc, &tmp, err) < 0 ||
 	    validate_stats(doc, err) < 0)
 		goto fail;
+	summarize(doc, &tmp);
 	if (id)
 		*id = tmp;
 	return 0;
@@ -1328,6 +1352,8 @@ static void ident_from_tree(const json_t *doc, struct svc_result_ident *id)
 	id->app = id->app ? id->app + 1 : id->executable;
 	id->mode = json_string_value(json_object_get(doc, "mode"));
 	id->backend = json_string_value(json_object_get(doc, "backend"));
+	id->not_pinned = json_string_value(json_object_get(doc,
+							   "not_pinned"));
 }
 
 int svc_result_validate(const json_t *doc, struct svc_result_ident *id,

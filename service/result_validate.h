@@ -49,6 +49,13 @@ struct svc_result_ident {
 	size_t n_timeline;
 	size_t n_migrations;	/* moves of placed threads (from >= 0) */
 	double final_cost;	/* cost of the last timeline entry, or -1 */
+	/* What the agent did, read where present and of the right type
+	 * (never a reason to refuse a result): the service's metrics. */
+	size_t n_warnings;	/* warnings[] lines */
+	const char *not_pinned;	/* why nothing was pinned, or NULL */
+	int64_t guard_checked, guard_undone;
+	size_t n_forced;	/* timeline entries marked forced */
+	int dry_run;		/* topology.dry_run */
 };
 
 /* A body parsed by svc_result_check: the strings of its ident. */

@@ -20,6 +20,19 @@ void svc_metrics_pruned(long long n);
 /* Record one connection cut at request_timeout (svc_conn_guard.h). */
 void svc_metrics_connection_cut(void);
 
+/* Record what the agent did in one newly stored result (not a
+ * duplicate): its placement outcome, warnings, guard decisions, forced
+ * and applied mappings.  Labels come from fixed sets (svc_metrics.c),
+ * never from the result's strings. */
+struct svc_result_ident;
+void svc_metrics_result(const struct svc_result_ident *id);
+
+/* The placement label of a result: "pinned", "dry_run", "equidistant",
+ * "little_gain", "not_pinned_other", "mode_off" or "no_mapping" (a
+ * mapping was neither applied nor refused with a reason: too little
+ * evidence, a failed static file). */
+const char *svc_metrics_placement(const struct svc_result_ident *id);
+
 /* The exposition text (malloc'd, NUL terminated) with the database size
  * read now from db_path (and its -wal file). */
 char *svc_metrics_render(const char *db_path, size_t *len);

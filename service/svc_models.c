@@ -571,6 +571,7 @@ out:
 void svc_models_after_upload(const struct svc_result_ident *id,
 			     int64_t result_id)
 {
+	svc_metrics_result(id);	/* what the agent did, for /metrics */
 	if (!id->exe_hash) {
 		svc_metrics_model(0);
 		svc_log(SVC_LOG_DEBUG,
