@@ -14,11 +14,19 @@
 #
 # Idempotent: a second run rebuilds, reinstalls and restarts everything.
 # deploy/demo.sh stop stops the daemons.  Run as root.
+# deploy/demo.sh --installed uses the Debian packages installed instead
+# (docs/install.md) and builds only the demo applications.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+installed=no
+[ "${1:-}" = --installed ] && { installed=yes; shift; }
 prefix=${PREFIX:-/usr/local}
+[ $installed = no ] || prefix=/usr
 spool=/var/spool/commap
-service_url=http://127.0.0.1:7733
+# SLURM_CONF_DIR and COMMAP_SERVICE_LISTEN (as for cluster.sh and
+# service.sh) keep a second demo apart from the first.
+conf_dir=${SLURM_CONF_DIR:-/etc/slurm}
+service_url=http://${COMMAP_SERVICE_LISTEN:-127.0.0.1:7733}
 export COMMAP_PREFIX=$prefix
 
 if [ "${1:-}" = stop ]; then
@@ -32,30 +40,37 @@ say() { printf '\n== %s\n' "$*"; }
 
 bash "$top/deploy/install-deps.sh"
 
-say "building and installing commap in $prefix"
+if [ $installed = no ]; then say "building and installing commap in $prefix"
+else say "commap from the installed packages; building the demo applications"; fi
 cd "$top"
 [ -x configure ] && [ ! configure.ac -nt configure ] || ./autogen.sh >/dev/null 2>&1
-mkdir -p "$top/build-demo"
-cd "$top/build-demo"
+build=${COMMAP_DEMO_BUILD:-$top/build-demo}	# with --installed: any configured tree
+mkdir -p "$build"
+cd "$build"
 [ -f Makefile ] || "$top/configure" -q --prefix="$prefix"
-make -j"$(nproc)" >/dev/null
-make install >/dev/null
+plugin=$prefix/lib/commap/commap_spank.so
+if [ $installed = no ]; then
+	make -j"$(nproc)" >/dev/null
+	make install >/dev/null
+else
+	plugin=$(dpkg -L commap-node | grep '/commap_spank\.so$')
+fi
 # The demo applications are the test workloads (tests/workloads/README.md).
 make -j"$(nproc)" tests/workloads/wl-threads tests/workloads/wl-mpi >/dev/null
-wl=$top/build-demo/tests/workloads
+wl=$build/tests/workloads
 commap=$prefix/bin/commap
 echo "installed: $($commap --version); agent $prefix/libexec/commap/commap-agent;" \
-	"plugin $prefix/lib/commap/commap_spank.so; service $prefix/sbin/commap-service"
+	"plugin $plugin; service $prefix/sbin/commap-service"
 
 say "starting munge, slurmctld, slurmd and the commap service"
-mkdir -p /etc/slurm "$spool"
+mkdir -p "$conf_dir" "$spool"
 # root's only: the agent refuses a spool others can write to
 chown root:root "$spool" && chmod 0700 "$spool"
-echo "optional $prefix/lib/commap/commap_spank.so default=off service=$service_url spool=$spool" \
-	>/etc/slurm/plugstack.conf
+echo "optional $plugin default=off service=$service_url spool=$spool" \
+	>"$conf_dir/plugstack.conf"
 bash "$top/deploy/cluster/cluster.sh" start
 bash "$top/deploy/service/service.sh" start
-export SLURM_CONF=/etc/slurm/slurm.conf
+export SLURM_CONF=$conf_dir/slurm.conf
 # The workloads must be readable by slurmd's job user (root here).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
