@@ -1,9 +1,11 @@
 /* agent_internal.h: the node agent's state, shared by its parts.
  *
- * agent_loop.c runs the loop (input, scans, intervals, detection, the
- * result); agent_place.c applies placements (pins, the placement
- * invariant, the progress guard, static and dynamic mapping).  Private
- * to commap-agent.
+ * agent_loop.c runs the loop (input, scans, identity, detection);
+ * agent_interval.c the interval clock (fold, age, checkpoints, the remap
+ * decision); agent_place.c applies placements (pins, the placement
+ * invariant, the progress guard, static and dynamic mapping);
+ * agent_model.c learned mappings; agent_fill.c the result.  Private to
+ * commap-agent.
  */
 #ifndef COMMAP_AGENT_INTERNAL_H
 #define COMMAP_AGENT_INTERNAL_H
@@ -162,5 +164,47 @@ void ag_correct_colocation(struct agent *a);
 enum cm_remap_plan_kind ag_remap(struct agent *a, const struct cm_place_set *s,
 				 const struct cm_matrix *sub, const char *why);
 int ag_partners_compare(struct agent *a, int keep);
+
+/* ---- agent_loop.c ------------------------------------------------- */
+
+/* The first root's executable and command line (while it may exec). */
+void ag_refresh_identity(struct agent *a);
+/* exe_hash and argv_shape of the first root, once (wait: end of run). */
+void ag_settle_app_identity(struct agent *a, int wait);
+/* The sampling period and its cost, once measured. */
+void ag_log_sampling(struct agent *a, const struct cm_collect_stats *st);
+
+/* ---- agent_interval.c --------------------------------------------- */
+
+/* Each live thread's CPU time so far (a->cpu_s). */
+void ag_read_thread_cpu(struct agent *a);
+/* Age the live matrix for the time since it was last aged. */
+void ag_age_live(struct agent *a);
+/* Inside a long interval: fold and age; end the interval early when the
+ * partners changed. */
+void ag_checkpoint(struct agent *a);
+/* End of an interval: merge, decide, map, age. */
+void ag_interval_end(struct agent *a);
+
+/* ---- agent_model.c ------------------------------------------------ */
+
+/* The model is not (or no longer) used: the result says why. */
+void ag_model_drop(struct agent *a, const char *why);
+/* libcurl and a credential ready before the program runs. */
+void ag_prepare_model_fetch(struct agent *a);
+/* Ask the service for a model, once the application is known. */
+void ag_model_fetch_now(struct agent *a);
+/* Pin threads whose identity is final to their learned PU. */
+void ag_model_apply_new(struct agent *a);
+/* Set again learned pins the program undid, shortly after they were made. */
+void ag_model_hold_pins(struct agent *a);
+/* Learned mode at an interval's end: 1 when detection disagreed and the
+ * run goes on as dynamic, else 0. */
+int ag_learned_interval(struct agent *a);
+
+/* ---- agent_fill.c ------------------------------------------------- */
+
+/* Fill in the result and write or deliver it; the exit status. */
+int ag_write_result(struct agent *a);
 
 #endif

@@ -261,7 +261,7 @@ static int read_cmdline(struct agent *a, pid_t pid)
 
 /* The first root's executable and arguments; called again while it may
  * still exec (commap run holds the child before exec). */
-static void refresh_identity(struct agent *a)
+void ag_refresh_identity(struct agent *a)
 {
 	const struct cm_tracked_proc *p = cm_tracker_proc(a->tr, 0);
 	char path[64], exe[sizeof(a->res.executable)];
@@ -344,7 +344,7 @@ static int app_identity_ready(struct agent *a)
 /* exe_hash and argv_shape of the first root (app_identity.h), once.  A
  * large executable is hashed by a thread while the loop goes on: the
  * identity settles at a later scan (or now, with wait: end of run). */
-static void settle_app_identity(struct agent *a, int wait)
+void ag_settle_app_identity(struct agent *a, int wait)
 {
 	const struct cm_tracked_proc *p = cm_tracker_proc(a->tr, 0);
 	char path[64];
@@ -352,7 +352,7 @@ static void settle_app_identity(struct agent *a, int wait)
 	int argc = 0, rc;
 
 	if (!a->hashing) {
-		refresh_identity(a);
+		ag_refresh_identity(a);
 		if (read_cmdline(a, p->pid) < 0)
 			return;		/* mid-exec: at the next scan */
 		snprintf(path, sizeof(path), "/proc/%d/exe", (int)p->pid);
@@ -384,540 +384,6 @@ static void settle_app_identity(struct agent *a, int wait)
 		   elapsed_s(a));
 }
 
-static void read_thread_cpu(struct agent *a)
-{
-	long tck = sysconf(_SC_CLK_TCK);
-
-	for (int i = 0; i < cm_tracker_nthreads(a->tr); i++) {
-		const struct cm_tracked_thread *th = cm_tracker_thread(a->tr,
-								       i);
-		const struct cm_tracked_proc *p = cm_tracker_proc(a->tr,
-								  th->proc);
-		char path[96], buf[1024], *q;
-		unsigned long ut, st;
-		int fd;
-		ssize_t n;
-
-		if (!th->alive)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat",
-			 (int)p->pid, (int)th->tid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		q = strrchr(buf, ')');
-		/* after "pid (comm)": state, then fields 4..13, utime 14 */
-		if (q && sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u "
-				"%*u %*u %lu %lu", &ut, &st) == 2)
-			a->cpu_s[i] = (double)(ut + st) / (double)tck;
-	}
-}
-
-/* ---- learned mappings (docs/agent.md "Learned mappings") ------------- */
-
-/* The model is not (or no longer) used: one line, and the result says
- * why.  Learned runs on as dynamic; threads already pinned stay. */
-static void model_drop(struct agent *a, const char *why)
-{
-	char line[CM_ERROR_TEXT_MAX + 64];
-
-	snprintf(line, sizeof(line), "%s: %s", a->model.n ? "learned model "
-		 "abandoned" : "no learned model", why);
-	agent_warn("%s; running dynamic", line);
-	cm_agent_result_warn(&a->res, line);
-	a->res.model.state = CM_RESULT_MODEL_UNUSED;
-	snprintf(a->res.model.reason, sizeof(a->res.model.reason), "%s", why);
-	a->model_active = 0;
-	a->model_pending = 0;
-	if (a->mode == CM_AGENT_MODE_LEARNED) {
-		a->mode = CM_AGENT_MODE_DYNAMIC;
-		a->res.mode = "dynamic";
-	}
-}
-
-static int distinct_ranks(const struct agent *a)
-{
-	int n = 0;
-
-	for (int i = 0; i < cm_tracker_nprocs(a->tr); i++) {
-		int r = cm_tracker_proc(a->tr, i)->rank, seen = 0;
-
-		for (int j = 0; j < i && !seen; j++)
-			seen = cm_tracker_proc(a->tr, j)->rank == r;
-		n += !seen;
-	}
-	return n;
-}
-
-static long long step_uid(const struct agent *a)
-{
-	const struct cm_tracked_proc *p = cm_tracker_proc(a->tr, 0);
-	uid_t uid = a->o->uid;
-
-	if (uid == (uid_t)-1 && (!p || cm_proc_read_uid("/proc", p->pid,
-							&uid) < 0))
-		return -1;
-	return (long long)uid;
-}
-
-/* The model's communicating identities mapped onto this step's PUs (the
- * allocation may differ from the model's run): model_os[k] is identity
- * k's OS PU, -1 for identities without communication (left to the
- * scheduler, as in dynamic mode).  When the topology is the one of the
- * model's last run, equivalent placements are aligned to its last
- * mapping, so a rerun lands where the last one ended. */
-static int model_prepare(struct agent *a, struct cm_error *err)
-{
-	struct cm_map_options mo = { .algorithm = CM_MAP_AUTO, .seed = 1 };
-	const struct cm_model *m = &a->model;
-	int *idx = malloc((size_t)(m->n ? m->n : 1) * sizeof(int));
-	int *pu = malloc((size_t)(m->n ? m->n : 1) * sizeof(int));
-	int *cur = malloc((size_t)(m->n ? m->n : 1) * sizeof(int));
-	struct cm_matrix *sub = NULL;
-	int nc = 0, rc = -1;
-	char *cpus = a->topo ? cm_topo_cpulist(a->topo) : NULL;
-
-	a->model_os = malloc((size_t)(m->n ? m->n : 1) * sizeof(int));
-	if (!idx || !pu || !cur || !a->model_os) {
-		cm_errorf(err, ENOMEM, "out of memory");
-		goto out;
-	}
-	for (int k = 0; k < m->n; k++) {
-		a->model_os[k] = -1;
-		if (cm_matrix_row_sum(m->m, k) > 0)
-			idx[nc++] = k;
-	}
-	sub = cm_matrix_new(nc);
-	for (int x = 0; sub && x < nc; x++)
-		for (int y = x + 1; y < nc; y++)
-			cm_matrix_add(sub, x, y, cm_matrix_get(m->m, idx[x],
-							       idx[y]));
-	if (!sub) {
-		cm_errorf(err, ENOMEM, "out of memory");
-		goto out;
-	}
-	mo.oversubscribe = nc > cm_topo_npus(a->topo);
-	if (nc && cm_map(a->topo, sub, &mo, pu, err) < 0)
-		goto out;
-	if (m->last_os && m->cpuset && cpus && !strcmp(m->cpuset, cpus)) {
-		for (int x = 0; x < nc; x++)
-			cur[x] = m->last_os[idx[x]] < 0 ? -1 :
-				 cm_topo_pu_by_os_index(a->topo,
-							m->last_os[idx[x]]);
-		cm_map_align(a->topo, nc, cur, pu);
-	}
-	for (int x = 0; x < nc; x++)
-		a->model_os[idx[x]] = cm_topo_pu_os_index(a->topo, pu[x]);
-	a->model_cost = nc ? cm_cost(a->topo, sub, pu) : 0;
-	a->model_pending = nc;
-	rc = 0;
-out:
-	free(cpus);
-	cm_matrix_free(sub);
-	free(idx);
-	free(pu);
-	free(cur);
-	return rc;
-}
-
-/* Before the program runs: libcurl initialised and a credential made,
- * so that neither delays the fetch (each costs tens of ms on a loaded
- * node, measured). */
-static void prepare_model_fetch(struct agent *a)
-{
-	struct cm_deliver_opts d = { .service_url = a->o->service };
-	struct cm_error err;
-
-	cm_service_prepare();
-	a->cred = cm_service_credential(&d, &err);
-	a->cred_ns = now_ns();
-	if (!a->cred)
-		agent_debug("no credential yet: %s", err.text);
-}
-
-/* A credential made at start is used once, if still fresh (munge's
- * default lifetime is 300 s). */
-static char *take_credential(struct agent *a)
-{
-	char *c = a->cred;
-
-	a->cred = NULL;
-	if (c && now_ns() - a->cred_ns > CRED_FRESH_NS) {
-		free(c);
-		c = NULL;
-	}
-	return c;
-}
-
-/* At step start, once the application is known: ask the service. */
-static void model_fetch_now(struct agent *a)
-{
-	struct cm_deliver_opts d = { .service_url = a->o->service,
-				     .timeout_ms = CM_MODEL_FETCH_TIMEOUT_MS };
-	struct cm_model_key k = { .exe_hash = a->res.exe_hash,
-				  .ranks = distinct_ranks(a),
-				  .argv_shape = a->res.argv_shape,
-				  .uid = step_uid(a) };
-	struct cm_error err;
-	uint64_t t = now_ns();
-	char *cred;
-	int rc;
-
-	a->model_wanted = 0;
-	if (!a->res.exe_hash[0]) {
-		model_drop(a, "the executable could not be identified");
-		return;
-	}
-	if (!a->topo) {
-		model_drop(a, "no topology to map onto");
-		return;
-	}
-	cred = take_credential(a);
-	rc = cm_model_fetch(&d, &k, cred, &a->model, &err);
-	free(cred);
-	if (rc <= 0) {
-		/* 0: no model for this identity; -1: service down, slow, ... */
-		model_drop(a, err.text);
-		return;
-	}
-	if (model_prepare(a, &err) < 0) {
-		model_drop(a, err.text);
-		return;
-	}
-	a->model_active = 1;
-	a->res.model.state = CM_RESULT_MODEL_USED;
-	a->res.model.id = a->model.id;
-	a->res.model.runs = a->model.runs;
-	a->res.model.distance = -1;
-	agent_info("learned model %lld (%d runs, %d threads, %d placed) in "
-		   "%.1f ms (t=%.3f s): pinning threads as they appear",
-		   a->model.id, a->model.runs, a->model.n, a->model_pending,
-		   ms_since(t), elapsed_s(a));
-}
-
-static int model_done_grow(struct agent *a, int n)
-{
-	char *d;
-
-	if (n <= a->model_done_cap)
-		return 0;
-	d = realloc(a->model_done, (size_t)n * 2);
-	if (!d)
-		return -1;
-	memset(d + a->model_done_cap, 0, (size_t)(n * 2 - a->model_done_cap));
-	a->model_done = d;
-	a->model_done_cap = n * 2;
-	return 0;
-}
-
-/* Threads whose identity is final go to their learned PU; one whose
- * process's rank is still provisional waits for it (proc_track.h).  A
- * thread the model does not know in a rank's first process (index below
- * CM_IDENT_PROC_STRIDE) means another shape: the model is dropped; in a
- * further process of the rank (a helper, a tool's fork) it is left to
- * the scheduler. */
-static void model_apply_new(struct agent *a)
-{
-	int n = cm_tracker_nthreads(a->tr), moved = 0, wait = -1;
-	int *want = malloc((size_t)(n ? n : 1) * sizeof(int));
-
-	if (!want || model_done_grow(a, n) < 0) {
-		free(want);
-		return;
-	}
-	for (int i = 0; i < n; i++)
-		want[i] = -1;
-	for (int i = a->model_applied; a->model_active && i < n; i++) {
-		const struct cm_tracked_thread *th =
-			cm_tracker_thread(a->tr, i);
-		int rank, index, k;
-		char why[160];
-
-		if (a->model_done[i])
-			continue;
-		if (cm_tracker_thread_ident(a->tr, i, &rank, &index) != 1) {
-			wait = wait < 0 ? i : wait;
-			continue;
-		}
-		a->model_done[i] = 1;
-		k = cm_model_find(&a->model, rank, index);
-		if (k < 0 && index < CM_IDENT_PROC_STRIDE) {
-			snprintf(why, sizeof(why), "thread (rank %d, index "
-				 "%d) is not in the model (%d threads per "
-				 "rank): another shape", rank, index,
-				 a->model.threads_per_rank);
-			model_drop(a, why);
-			break;
-		}
-		if (k < 0 || a->model_os[k] < 0)
-			continue;
-		a->model_pending--;
-		if (!th->alive || a->cur_os[i] >= 0)
-			continue;
-		want[i] = cm_topo_pu_by_os_index(a->topo, a->model_os[k]);
-		moved += want[i] >= 0;
-	}
-	a->model_applied = wait >= 0 ? wait : n;
-	/* The learned PUs, within the placement invariant (threads the
-	 * model does not know may hold some of them). */
-	if (moved)
-		moved = ag_apply_within_invariant(a, want) > 0;
-	free(want);
-	if (moved) {
-		ag_record_mapping(a, a->model_cost, "learned");
-		a->model_pin_ns = now_ns();
-	}
-}
-
-/* Is tid bound to exactly PU os?  1 yes, 0 no, -1 unknown (gone). */
-static int bound_to(struct agent *a, pid_t tid, int os)
-{
-	hwloc_bitmap_t set = hwloc_bitmap_alloc();
-	int rc = -1;
-
-	if (set && hwloc_get_proc_cpubind(cm_topo_hwloc(a->topo), tid, set,
-					  HWLOC_CPUBIND_THREAD) == 0)
-		rc = hwloc_bitmap_weight(set) == 1 &&
-		     hwloc_bitmap_isset(set, (unsigned)os);
-	hwloc_bitmap_free(set);
-	return rc;
-}
-
-/* A learned pin made early can be undone by the program itself: hwloc's
- * x86 discovery (Open MPI's MPI_Init calls it) binds the calling thread
- * to each PU in turn, then restores the binding it found first: Slurm's,
- * when our pin came in between.  For LEARNED_HOLD_NS after the last
- * learned pin, every scan reads the placed threads' bindings back and
- * sets again one that changed (not a migration: its place is the same).
- * Later a program binding its own threads is left alone. */
-static void model_hold_pins(struct agent *a)
-{
-	struct cm_error err;
-
-	if (a->dry_run || !a->pin_ok || !a->model_pin_ns ||
-	    now_ns() - a->model_pin_ns > LEARNED_HOLD_NS)
-		return;
-	for (int i = 0; i < cm_tracker_nthreads(a->tr) && i < a->cap; i++) {
-		const struct cm_tracked_thread *th =
-			cm_tracker_thread(a->tr, i);
-
-		if (!th->alive || a->cur_os[i] < 0 ||
-		    bound_to(a, th->tid, a->cur_os[i]) != 0 ||
-		    !cm_tracker_verify_thread(a->tr, i))
-			continue;
-		if (cm_pin_thread(cm_topo_hwloc(a->topo), a->allowed, th->tid,
-				  a->cur_os[i], &err) == 0)
-			agent_info("thread %d (tid %d) was rebound by the "
-				   "program: pinned again to PU %d", i,
-				   (int)th->tid, a->cur_os[i]);
-	}
-}
-
-/* Learned mode moves threads again only when detection clearly
- * disagrees: the run's detected matrix's own best mapping of the placed
- * communicating threads beats the current placement by more than 20%
- * in two consecutive intervals.  Then the run goes on as dynamic. */
-static int learned_disagrees(struct agent *a, const struct cm_place_set *s,
-			     const struct cm_matrix *sub)
-{
-	struct cm_map_options mo = { .algorithm = CM_MAP_AUTO, .seed = 1 };
-	int *cur = malloc((size_t)(s->n ? s->n : 1) * sizeof(int));
-	int *pu = malloc((size_t)(s->n ? s->n : 1) * sizeof(int));
-	double cost_cur = -1, cost_new = -1;
-	struct cm_error err;
-	int worse = 0;
-
-	if (cur && pu && s->n >= 2 && !ag_current_pus(a, s, cur)) {
-		mo.oversubscribe = s->n > cm_topo_npus(a->topo);
-		if (cm_map(a->topo, sub, &mo, pu, &err) == 0) {
-			cost_cur = cm_cost(a->topo, sub, cur);
-			cost_new = cm_cost(a->topo, sub, pu);
-			worse = cm_remap_worth(cost_cur, cost_new,
-					       LEARNED_DISAGREE_GAIN);
-		}
-	}
-	free(cur);
-	free(pu);
-	a->disagree = worse ? a->disagree + 1 : 0;
-	if (worse)
-		agent_debug("learned: detection's mapping costs %.4g vs %.4g "
-			    "(%d intervals)", cost_new, cost_cur, a->disagree);
-	if (a->disagree < LEARNED_DISAGREE_INTERVALS)
-		return 0;
-	agent_warn("learned: detection disagrees with the model (cost %.4g "
-		   "vs %.4g for %d intervals): remapping dynamically",
-		   cost_new, cost_cur, a->disagree);
-	a->mode = CM_AGENT_MODE_DYNAMIC;
-	a->model_active = 0;
-	return 1;
-}
-
-/* The live threads the learned mapping placed that communicate in the
- * whole run's matrix so far (learned mode judges on everything seen, not
- * on the aged recent matrix: a few noisy intervals must not overturn a
- * model learned over whole runs). */
-static int placed_set_build(struct agent *a, struct cm_place_set *s)
-{
-	int n = cm_tracker_nthreads(a->tr);
-	int nm = cm_matrix_nthreads(a->total);
-
-	s->n = 0;
-	s->idx = malloc((size_t)(n ? n : 1) * sizeof(int));
-	s->pos = malloc((size_t)(n ? n : 1) * sizeof(int));
-	if (!s->idx || !s->pos)
-		return -1;
-	for (int i = 0; i < n; i++) {
-		s->pos[i] = -1;
-		if (!cm_tracker_thread(a->tr, i)->alive || i >= nm ||
-		    a->cur_os[i] < 0 || !(cm_matrix_row_sum(a->total, i) > 0))
-			continue;
-		s->pos[i] = s->n;
-		s->idx[s->n++] = i;
-	}
-	return 0;
-}
-
-/* The events since the last fold, corrected for co-location, into the
- * live (aged) and total matrices. */
-static void fold_fresh(struct agent *a)
-{
-	ag_correct_colocation(a);
-	cm_matrix_merge(a->live, a->fresh, 1.0);
-	cm_matrix_merge(a->total, a->fresh, 1.0);
-	cm_matrix_free(a->fresh);
-	a->fresh = cm_matrix_new(0);
-}
-
-/* Age the live matrix for the wall time since it was last aged
- * (cm_remap_aging: alpha per 200 ms). */
-static void age_live(struct agent *a)
-{
-	uint64_t now = now_ns();
-	int ms = (int)((now - a->last_aged_ns) / 1000000u);
-
-	cm_matrix_age(a->live, cm_remap_aging(a->o->alpha, ms));
-	a->last_aged_ns = now;
-}
-
-/* Inside an interval longer than CHECKPOINT_MIN_INTERVAL_MS (LHMapping
- * §3.4.2 grows it to 1 s while the pattern is stable), every
- * CM_REMAP_INTERVAL_MS_START: age the live matrix, fold the events so far
- * into it, and end the interval now when the heaviest partners of
- * CM_REMAP_PARTNER_THRESHOLD threads have changed (SPCD §IV-A's filter,
- * as at an interval's end) or a change is waiting for its recheck.  The matrix is then as current as with
- * 200 ms intervals, so a change after a long stable phase is decided on
- * at the next checkpoint that sees it rather than at the end of a 1 s
- * interval.  Nothing is decided here: interval_end() does it. */
-static void checkpoint(struct agent *a)
-{
-	int changed;
-
-	if (a->mode != CM_AGENT_MODE_DYNAMIC || !a->topo ||
-	    (!a->pin_ok && !a->dry_run) || !a->fresh ||
-	    a->interval_ms <= CHECKPOINT_MIN_INTERVAL_MS)
-		return;
-	age_live(a);
-	fold_fresh(a);
-	changed = ag_partners_compare(a, 0);
-	/* A change seen but not yet worth a remap (recheck) is looked at
-	 * again at each checkpoint, not a long interval later. */
-	if (changed >= CM_REMAP_PARTNER_THRESHOLD || a->recheck > 0) {
-		agent_debug("checkpoint: %d partners changed%s, interval ended "
-			    "early", changed, a->recheck > 0 ? " (recheck)" :
-			    "");
-		a->next_interval_ns = now_ns();
-	}
-}
-
-/* Learned mode at the end of an interval: 1 when it hands over to the
- * dynamic decision below (detection disagreed), else 0. */
-static int learned_interval(struct agent *a)
-{
-	struct cm_place_set s = { 0 };
-	struct cm_matrix *sub = NULL;
-	int rc = 0;
-
-	if (placed_set_build(a, &s) == 0) {
-		sub = cm_place_sub_matrix(a->total, &s);
-		if (sub)
-			rc = learned_disagrees(a, &s, sub);
-	}
-	cm_matrix_free(sub);
-	cm_place_set_free(&s);
-	if (!rc)
-		age_live(a);
-	return rc;
-}
-
-/* End of an interval: merge, decide, map, age. */
-static void log_sampling(struct agent *a,
-			 const struct cm_collect_stats *st);
-
-static void interval_end(struct agent *a)
-{
-	struct cm_remap_input in = { .interval_ms = a->interval_ms,
-				     .partner_threshold =
-					CM_REMAP_PARTNER_THRESHOLD };
-	struct cm_remap_decision d;
-	struct cm_place_set s = { 0 };
-	struct cm_matrix *sub = NULL;
-
-	a->res.stats.intervals++;
-	fold_fresh(a);
-	read_thread_cpu(a);
-	/* The overhead knob (sample_rate.h): rarely changes the period. */
-	if (cm_collect_adapt_period(a->col, a->cpu_s, a->cap, a->fresh,
-				    NULL) > 0 && !a->cost_logged) {
-		struct cm_collect_stats st;
-
-		cm_collect_stats(a->col, &st);
-		log_sampling(a, &st);
-	}
-	refresh_identity(a);
-	if (a->mode == CM_AGENT_MODE_LEARNED && a->topo && a->fresh &&
-	    (a->pin_ok || a->dry_run) && !learned_interval(a))
-		return;
-	if (a->mode != CM_AGENT_MODE_DYNAMIC || !a->topo ||
-	    (!a->pin_ok && !a->dry_run) || !a->fresh)
-		return;
-	in.partners_changed = ag_partners_compare(a, 1);
-	if (ag_live_set_build(a, &s) < 0)
-		goto out;
-	sub = cm_place_sub_matrix(a->live, &s);
-	if (!sub)
-		goto out;
-	in.comm_total = cm_matrix_total(sub);
-	in.have_mapping = a->res.ntimeline > 0;
-	for (int k = 0; k < s.n; k++)
-		in.unplaced += a->cur_os[s.idx[k]] < 0;
-	in.recheck = a->recheck;
-	cm_remap_decide(&in, &d);
-	agent_debug("interval %d ms: %d partners changed, %d unplaced: %s",
-		    a->interval_ms, in.partners_changed, in.unplaced,
-		    d.reason);
-	if (d.pattern_changed)
-		a->recheck = CM_REMAP_RECHECK_INTERVALS;
-	else if (a->recheck > 0)
-		a->recheck--;
-	if (d.compute && !ag_guard_holding(a) &&
-	    ag_remap(a, &s, sub, d.reason) == CM_REMAP_FULL)
-		a->recheck = 0;
-	/* the progress guard's window before the next mapping starts now */
-	ag_guard_mark(a);
-	a->interval_ms = d.next_interval_ms;
-	/* LHMapping §3.4.1: age after each grouping computation (for the
-	 * time since the last aging: checkpoints age too). */
-	age_live(a);
-out:
-	cm_matrix_free(sub);
-	cm_place_set_free(&s);
-}
-
 /* ---- detection ------------------------------------------------------ */
 
 static void log_collect_problem(struct agent *a)
@@ -945,7 +411,7 @@ static void detection_off(struct agent *a, const char *why)
 
 /* The sampling period and the cost of a sample behind it: at start with
  * the default cost, again once this machine's cost is measured. */
-static void log_sampling(struct agent *a, const struct cm_collect_stats *st)
+void ag_log_sampling(struct agent *a, const struct cm_collect_stats *st)
 {
 	if (!st->sample_cost_ns || a->cost_logged)
 		return;
@@ -997,7 +463,7 @@ static void start_collector(struct agent *a)
 			st.backend == CM_COLLECT_HW ? CM_AGENT_BACKEND_HW :
 			st.backend == CM_COLLECT_FAULT ? CM_AGENT_BACKEND_FAULT :
 			CM_AGENT_BACKEND_SAMPLE, st.fault_on);
-		log_sampling(a, &st);
+		ag_log_sampling(a, &st);
 	}
 }
 
@@ -1044,20 +510,20 @@ static void scan(struct agent *a)
 	if (added > 0)
 		a->last_new_thread_ns = now_ns();
 	if (!a->app_settled && (a->hashing || app_identity_ready(a)))
-		settle_app_identity(a, 0);
+		ag_settle_app_identity(a, 0);
 	if (a->app_settled && a->model_wanted) {
-		model_fetch_now(a);
+		ag_model_fetch_now(a);
 		/* threads created while the model was on its way */
 		if (a->model_active && cm_tracker_scan(a->tr) > 0 &&
 		    ensure_threads(a, cm_tracker_nthreads(a->tr)) == 0)
 			sync_collector(a);
 	}
 	if (a->model_active) {
-		model_apply_new(a);
-		model_hold_pins(a);
+		ag_model_apply_new(a);
+		ag_model_hold_pins(a);
 	}
 	if (now_ns() - a->t0_ns < IDENTITY_REFRESH_NS || added > 0)
-		refresh_identity(a);
+		ag_refresh_identity(a);
 }
 
 /* Scan fast while the model's threads are still expected (or the model
@@ -1137,11 +603,11 @@ static void loop(struct agent *a)
 			a->next_scan_ns = now + scan_period_ns(a);
 		}
 		if (now >= a->next_checkpoint_ns) {
-			checkpoint(a);
+			ag_checkpoint(a);
 			a->next_checkpoint_ns = now + CHECKPOINT_NS;
 		}
 		if (now >= a->next_interval_ns) {
-			interval_end(a);
+			ag_interval_end(a);
 			if (a->col)
 				log_collect_problem(a);
 			now = now_ns();
@@ -1159,214 +625,6 @@ static void loop(struct agent *a)
 			    (unsigned long long)full,
 			    (unsigned long long)quiet);
 	}
-}
-
-/* ---- result --------------------------------------------------------- */
-
-static void fill_identity(struct agent *a)
-{
-	struct cm_agent_result *r = &a->res;
-	const struct cm_tracked_proc *p = cm_tracker_proc(a->tr, 0);
-	struct passwd *pw;
-	uid_t uid = a->o->uid;
-
-	r->job = a->o->job;
-	r->step = a->o->step;
-	gethostname(r->node, sizeof(r->node) - 1);
-	snprintf(r->cluster, sizeof(r->cluster), "%s",
-		 a->o->cluster ? a->o->cluster : "");
-	if (uid == (uid_t)-1 && (!p || cm_proc_read_uid("/proc", p->pid,
-							&uid) < 0))
-		uid = getuid();
-	r->uid = uid;
-	pw = getpwuid(uid);
-	if (pw)
-		snprintf(r->user, sizeof(r->user), "%s", pw->pw_name);
-	else
-		snprintf(r->user, sizeof(r->user), "%u", (unsigned)uid);
-}
-
-static void fill_threads(struct agent *a)
-{
-	int n = cm_tracker_nthreads(a->tr), ranks = 0;
-	struct cm_result_thread *th = calloc((size_t)(n ? n : 1),
-					     sizeof(*th));
-
-	if (!th)
-		return;
-	a->res.threads_per_rank = 0;
-	for (int i = 0; i < n; i++) {
-		const struct cm_tracked_thread *t = cm_tracker_thread(a->tr, i);
-		const struct cm_tracked_proc *p = cm_tracker_proc(a->tr,
-								  t->proc);
-
-		cm_tracker_thread_ident(a->tr, i, &th[i].rank, &th[i].index);
-		th[i].tid = t->tid;
-		th[i].pid = p->pid;
-		th[i].cpu_s = i < a->cap ? a->cpu_s[i] : -1;
-	}
-	/* ranks on this node (distinct), and the most threads of one rank
-	 * (the learned model's key, docs/service.md) */
-	for (int i = 0; i < n; i++) {
-		int same = 0, first = 1;
-
-		for (int j = 0; j < n; j++) {
-			same += th[j].rank == th[i].rank;
-			first &= !(j < i && th[j].rank == th[i].rank);
-		}
-		ranks += first;
-		if (same > a->res.threads_per_rank)
-			a->res.threads_per_rank = same;
-	}
-	cm_agent_result_set_threads(&a->res, th, n);
-	a->res.ranks = ranks;
-	free(th);
-}
-
-static void fill_topology(struct agent *a)
-{
-	struct cm_agent_result *r = &a->res;
-
-	struct cm_topo *t = a->topo;
-
-	r->dry_run = a->dry_run;
-	/* No process was ever followed: describe the whole machine. */
-	if (!t && cm_topo_load_this(&t, NULL) < 0)
-		return;
-	r->cpuset = cm_topo_cpulist(t);
-	r->pus = cm_topo_npus(t);
-	r->synthetic = cm_topo_synthetic(t);
-	if (t != a->topo)
-		cm_topo_free(t);
-}
-
-static void fill_stats(struct agent *a)
-{
-	struct cm_result_stats *s = &a->res.stats;
-	struct rusage ru;
-
-	if (a->col) {
-		struct cm_collect_stats cs;
-
-		cm_collect_stats(a->col, &cs);
-		s->samples = cs.samples;
-		s->lost = cs.lost + cs.fault_lost + cs.cma.lost;
-		s->decoded = cs.backend == CM_COLLECT_HW ? cs.ours : cs.decoded;
-		if (cs.cma_on)
-			agent_info("message passing (CMA): %llu transfers, %llu "
-				   "bytes between our threads; dropped: %llu "
-				   "lost, %llu unpaired, %llu no slot",
-				   (unsigned long long)cs.cma_attrib.transfers,
-				   (unsigned long long)cs.cma_attrib.bytes,
-				   (unsigned long long)cs.cma.lost,
-				   (unsigned long long)cs.cma.pair.unpaired,
-				   (unsigned long long)cs.cma.pair.no_slot);
-		s->faults = cs.fault_hinting;
-		s->sample_period_us = (unsigned)(cs.period / 1000u);
-		for (int k = 0; k < cs.nperiods && k < 8; k++) {
-			s->period_t[k] = cs.periods[k].t;
-			s->period_us[k] = (unsigned)(cs.periods[k].period /
-						     1000u);
-		}
-		s->nperiods = cs.backend != CM_COLLECT_SAMPLE ? 0 :
-			      (cs.nperiods < 8 ? cs.nperiods : 8);
-	}
-	s->mapping_ms = a->mapping_ms;
-	if (getrusage(RUSAGE_SELF, &ru) == 0)
-		s->agent_cpu_s = (double)(ru.ru_utime.tv_sec +
-					  ru.ru_stime.tv_sec) +
-				 (double)(ru.ru_utime.tv_usec +
-					  ru.ru_stime.tv_usec) / 1e6;
-}
-
-/* Where the result goes when --output is not given: the service (with the
- * spool as fallback), else the spool, else standard output. */
-static int deliver(struct agent *a, const char *doc)
-{
-	const struct cm_agent_opts *o = a->o;
-	struct cm_deliver_opts d = { .service_url = o->service,
-				     .spool_dir = o->spool };
-	char id[CM_UPLOAD_ID_MAX];
-	struct cm_error err;
-	int rc;
-
-	if (!o->service && !o->spool) {
-		fputs(doc, stdout);
-		return fflush(stdout) == 0 ? 0 : 1;
-	}
-	cm_upload_id_make(doc, strlen(doc), id);
-	rc = cm_result_deliver(&d, doc, strlen(doc), id, &err);
-	if (rc == CM_DELIVER_UPLOADED) {
-		agent_info("result uploaded to %s", o->service);
-		return 0;
-	}
-	if (rc == CM_DELIVER_SPOOLED) {
-		if (o->service)
-			agent_warn("result spooled: %s", err.text);
-		return 0;
-	}
-	agent_warn("result not delivered: %s", err.text);
-	return 1;
-}
-
-/* How far this run's detected matrix is from the model it started from. */
-static void fill_model_distance(struct agent *a)
-{
-	int n = cm_tracker_nthreads(a->tr);
-	int *rank = malloc((size_t)(n ? n : 1) * sizeof(int));
-	int *index = malloc((size_t)(n ? n : 1) * sizeof(int));
-
-	if (a->res.model.state == CM_RESULT_MODEL_USED && rank && index &&
-	    cm_matrix_total(a->total) > 0) {
-		for (int i = 0; i < n; i++)
-			cm_tracker_thread_ident(a->tr, i, &rank[i],
-						&index[i]);
-		a->res.model.distance = cm_model_distance(&a->model, a->total,
-							  rank, index, n);
-	}
-	free(rank);
-	free(index);
-}
-
-/* With --output and --service, the result is also uploaded (commap run
- * with COMMAP_SERVICE: every run improves the model). */
-static void upload_copy(struct agent *a, const char *doc)
-{
-	if (a->o->service && deliver(a, doc) != 0)
-		agent_warn("the result is in %s only", a->o->output);
-}
-
-static int write_result(struct agent *a)
-{
-	struct cm_error err;
-	char *doc;
-	int rc;
-
-	clock_gettime(CLOCK_REALTIME, &a->res.ended_at);
-	if (!a->app_settled && (a->hashing || (cm_tracker_proc(a->tr, 0) &&
-					       cm_tracker_proc(a->tr, 0)->alive)))
-		settle_app_identity(a, 1);
-	cm_tracker_settle(a->tr);	/* every thread gets an identity */
-	fill_identity(a);
-	fill_threads(a);
-	fill_topology(a);
-	fill_stats(a);
-	fill_model_distance(a);
-	doc = cm_agent_result_json(&a->res, a->total, &err);
-	if (!doc) {
-		agent_warn("%s", err.text);
-		return 1;
-	}
-	if (a->o->output) {
-		rc = cm_result_write_file(a->o->output, doc, &err) < 0;
-		if (rc)
-			agent_warn("%s", err.text);
-		upload_copy(a, doc);
-	} else {
-		rc = deliver(a, doc);
-	}
-	free(doc);
-	return rc;
 }
 
 /* ---- setup and teardown --------------------------------------------- */
@@ -1418,9 +676,9 @@ static int setup(struct agent *a, const struct cm_agent_opts *o)
 	a->model_wanted = (o->mode == CM_AGENT_MODE_LEARNED ||
 			   o->mode == CM_AGENT_MODE_DYNAMIC) && o->service;
 	if (a->model_wanted)
-		prepare_model_fetch(a);
+		ag_prepare_model_fetch(a);
 	if (o->mode == CM_AGENT_MODE_LEARNED && !o->service)
-		model_drop(a, "no service configured (--service or "
+		ag_model_drop(a, "no service configured (--service or "
 			   "COMMAP_SERVICE)");
 	if (o->mode == CM_AGENT_MODE_STATIC &&
 	    agent_static_load(o->static_file, &a->st, &err) < 0) {
@@ -1536,10 +794,10 @@ int agent_run(const struct cm_agent_opts *o, int argc, char *argv[])
 	signal_ready(&a);
 	loop(&a);
 	drain(&a);
-	read_thread_cpu(&a);
+	ag_read_thread_cpu(&a);
 	cm_matrix_merge(a.total, a.fresh, 1.0);
 	record_end(&a);
-	rc = write_result(&a);
+	rc = ag_write_result(&a);
 	teardown(&a);
 	return rc;
 }

@@ -1,0 +1,161 @@
+/* agent_interval.c: the agent's interval clock (LHMapping §3.4.2,
+ * remap_policy.h): the events of an interval folded into the live (aged)
+ * and total matrices, checkpoints inside a long interval, and at each
+ * interval's end the decision to remap.
+ */
+#include <config.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent_internal.h"
+
+void ag_read_thread_cpu(struct agent *a)
+{
+	long tck = sysconf(_SC_CLK_TCK);
+
+	for (int i = 0; i < cm_tracker_nthreads(a->tr); i++) {
+		const struct cm_tracked_thread *th = cm_tracker_thread(a->tr,
+								       i);
+		const struct cm_tracked_proc *p = cm_tracker_proc(a->tr,
+								  th->proc);
+		char path[96], buf[1024], *q;
+		unsigned long ut, st;
+		int fd;
+		ssize_t n;
+
+		if (!th->alive)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat",
+			 (int)p->pid, (int)th->tid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		q = strrchr(buf, ')');
+		/* after "pid (comm)": state, then fields 4..13, utime 14 */
+		if (q && sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u "
+				"%*u %*u %lu %lu", &ut, &st) == 2)
+			a->cpu_s[i] = (double)(ut + st) / (double)tck;
+	}
+}
+
+/* The events since the last fold, corrected for co-location, into the
+ * live (aged) and total matrices. */
+static void fold_fresh(struct agent *a)
+{
+	ag_correct_colocation(a);
+	cm_matrix_merge(a->live, a->fresh, 1.0);
+	cm_matrix_merge(a->total, a->fresh, 1.0);
+	cm_matrix_free(a->fresh);
+	a->fresh = cm_matrix_new(0);
+}
+
+/* Age the live matrix for the wall time since it was last aged
+ * (cm_remap_aging: alpha per 200 ms). */
+void ag_age_live(struct agent *a)
+{
+	uint64_t now = now_ns();
+	int ms = (int)((now - a->last_aged_ns) / 1000000u);
+
+	cm_matrix_age(a->live, cm_remap_aging(a->o->alpha, ms));
+	a->last_aged_ns = now;
+}
+
+/* Inside an interval longer than CHECKPOINT_MIN_INTERVAL_MS (LHMapping
+ * §3.4.2 grows it to 1 s while the pattern is stable), every
+ * CM_REMAP_INTERVAL_MS_START: age the live matrix, fold the events so far
+ * into it, and end the interval now when the heaviest partners of
+ * CM_REMAP_PARTNER_THRESHOLD threads have changed (SPCD §IV-A's filter,
+ * as at an interval's end) or a change is waiting for its recheck.  The matrix is then as current as with
+ * 200 ms intervals, so a change after a long stable phase is decided on
+ * at the next checkpoint that sees it rather than at the end of a 1 s
+ * interval.  Nothing is decided here: ag_interval_end() does it. */
+void ag_checkpoint(struct agent *a)
+{
+	int changed;
+
+	if (a->mode != CM_AGENT_MODE_DYNAMIC || !a->topo ||
+	    (!a->pin_ok && !a->dry_run) || !a->fresh ||
+	    a->interval_ms <= CHECKPOINT_MIN_INTERVAL_MS)
+		return;
+	ag_age_live(a);
+	fold_fresh(a);
+	changed = ag_partners_compare(a, 0);
+	/* A change seen but not yet worth a remap (recheck) is looked at
+	 * again at each checkpoint, not a long interval later. */
+	if (changed >= CM_REMAP_PARTNER_THRESHOLD || a->recheck > 0) {
+		agent_debug("checkpoint: %d partners changed%s, interval ended "
+			    "early", changed, a->recheck > 0 ? " (recheck)" :
+			    "");
+		a->next_interval_ns = now_ns();
+	}
+}
+
+/* End of an interval: merge, decide, map, age. */
+void ag_interval_end(struct agent *a)
+{
+	struct cm_remap_input in = { .interval_ms = a->interval_ms,
+				     .partner_threshold =
+					CM_REMAP_PARTNER_THRESHOLD };
+	struct cm_remap_decision d;
+	struct cm_place_set s = { 0 };
+	struct cm_matrix *sub = NULL;
+
+	a->res.stats.intervals++;
+	fold_fresh(a);
+	ag_read_thread_cpu(a);
+	/* The overhead knob (sample_rate.h): rarely changes the period. */
+	if (cm_collect_adapt_period(a->col, a->cpu_s, a->cap, a->fresh,
+				    NULL) > 0 && !a->cost_logged) {
+		struct cm_collect_stats st;
+
+		cm_collect_stats(a->col, &st);
+		ag_log_sampling(a, &st);
+	}
+	ag_refresh_identity(a);
+	if (a->mode == CM_AGENT_MODE_LEARNED && a->topo && a->fresh &&
+	    (a->pin_ok || a->dry_run) && !ag_learned_interval(a))
+		return;
+	if (a->mode != CM_AGENT_MODE_DYNAMIC || !a->topo ||
+	    (!a->pin_ok && !a->dry_run) || !a->fresh)
+		return;
+	in.partners_changed = ag_partners_compare(a, 1);
+	if (ag_live_set_build(a, &s) < 0)
+		goto out;
+	sub = cm_place_sub_matrix(a->live, &s);
+	if (!sub)
+		goto out;
+	in.comm_total = cm_matrix_total(sub);
+	in.have_mapping = a->res.ntimeline > 0;
+	for (int k = 0; k < s.n; k++)
+		in.unplaced += a->cur_os[s.idx[k]] < 0;
+	in.recheck = a->recheck;
+	cm_remap_decide(&in, &d);
+	agent_debug("interval %d ms: %d partners changed, %d unplaced: %s",
+		    a->interval_ms, in.partners_changed, in.unplaced,
+		    d.reason);
+	if (d.pattern_changed)
+		a->recheck = CM_REMAP_RECHECK_INTERVALS;
+	else if (a->recheck > 0)
+		a->recheck--;
+	if (d.compute && !ag_guard_holding(a) &&
+	    ag_remap(a, &s, sub, d.reason) == CM_REMAP_FULL)
+		a->recheck = 0;
+	/* the progress guard's window before the next mapping starts now */
+	ag_guard_mark(a);
+	a->interval_ms = d.next_interval_ms;
+	/* LHMapping §3.4.1: age after each grouping computation (for the
+	 * time since the last aging: checkpoints age too). */
+	ag_age_live(a);
+out:
+	cm_matrix_free(sub);
+	cm_place_set_free(&s);
+}
