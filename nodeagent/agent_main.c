@@ -19,6 +19,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
 #include <pthread.h>
@@ -28,15 +29,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
+#include "upload.h"
 #include "user_file.h"
 
 /* Seconds between SIGTERM, or the end of the step, and the watchdog. */
 #define AGENT_STOP_GRACE_S 5
 #define AGENT_STEP_END_GRACE_S 10
+/* A spooled result older than this was left by an earlier delivery (one
+ * in flight wrote its file a few seconds ago). */
+#define SPOOL_STALE_S 60
+/* Seconds between two system-log lines about a node's spooled results. */
+#define SPOOL_NOTE_EVERY_S 3600
 
 volatile sig_atomic_t agent_stop_requested;
 static int verbosity;
@@ -90,7 +99,9 @@ void agent_debug(const char *fmt, ...)
 static void __attribute__((noreturn)) on_watchdog(int sig)
 {
 	static const char msg[] = "commap-agent: watchdog: not finished in "
-				  "time, exiting; no result for this run\n";
+				  "time, exiting; no result for this run "
+				  "unless it was already in the spool (the "
+				  "next delivery on this node sends it)\n";
 	ssize_t unused = write(STDERR_FILENO, msg, sizeof(msg) - 1);
 
 	(void)unused;
@@ -204,6 +215,58 @@ static void log_lost_result(const struct cm_agent_opts *o)
 	closelog();
 }
 
+/* Is a system-log line about the spool due?  Once an hour per node: the
+ * time of the last one is the mtime of spool/.backlog-noted (O_NOFOLLOW:
+ * never a link planted there). */
+static int backlog_note_due(const char *spool)
+{
+	char path[4096];
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/.backlog-noted", spool);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0600);
+	if (fd >= 0) {
+		close(fd);
+		return 1;
+	}
+	if (errno != EEXIST || lstat(path, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    time(NULL) - st.st_mtime < SPOOL_NOTE_EVERY_S)
+		return 0;
+	utimensat(AT_FDCWD, path, NULL, AT_SYMLINK_NOFOLLOW);
+	return 1;
+}
+
+/* Results that earlier agents left in the spool (killed during their
+ * upload, or the service unreachable) are sent by the next upload that
+ * succeeds; until then our log says so, and the system log once an hour,
+ * so that the node's admin hears of them even if no agent ever succeeds
+ * again. */
+static void note_spool_backlog(const struct cm_agent_opts *o)
+{
+	struct cm_deliver_opts d = { .spool_dir = o->spool };
+	time_t oldest = 0;
+	char when[32] = "?";
+	struct tm tm;
+	int n;
+
+	if (!o->spool || (n = cm_spool_stale(&d, SPOOL_STALE_S, &oldest)) <= 0)
+		return;
+	if (gmtime_r(&oldest, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	agent_warn("%d earlier result(s) wait in %s, the oldest since %s; "
+		   "the next upload sends them", n, o->spool, when);
+	if (!backlog_note_due(o->spool))
+		return;
+	openlog("commap-agent", LOG_PID, LOG_DAEMON);
+	syslog(LOG_WARNING, "%d result(s) wait in %s, the oldest since %s "
+	       "(an agent killed during its upload, or the service %s "
+	       "unreachable); the next upload from this node sends them", n,
+	       o->spool, when, o->service ? o->service : "(none)");
+	closelog();
+}
+
 static void usage(FILE *f)
 {
 	fputs("usage: commap-agent --mode off|dynamic|learned|static[:FILE] "
@@ -247,6 +310,7 @@ int main(int argc, char *argv[])
 	agent_log_set_verbosity(o.verbose);
 	setup_signals();
 	set_static_reader(&o);
+	note_spool_backlog(&o);
 	start_step_end_watch(&o);
 	rc = agent_run(&o, argc, argv);
 	if (rc == 1)

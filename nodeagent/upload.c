@@ -722,17 +722,53 @@ static int spool_dir_too_long(const struct cm_deliver_opts *o,
 
 static int flush_until(const struct cm_deliver_opts *opts, int max,
 		       int64_t deadline, struct cm_error *err);
+static int flush_reject(const struct cm_deliver_opts *o, const char *path,
+			const char *id, const char *why);
 
 /* ---- public -------------------------------------------------------------- */
+
+/* Where a result waits in the spool (spool_dir/ID.json). */
+static void spool_path(const struct cm_deliver_opts *o, const char *id,
+		       char *path, size_t size)
+{
+	bprintf(path, size, "%s/%s.json", o->spool_dir, id);
+}
+
+/* The attempt was refused: keep the document under rejected/ with the
+ * reason, moving the copy spooled before the attempt if there is one. */
+static int deliver_rejected(const struct cm_deliver_opts *o, const char *doc,
+			    size_t len, const char *id, const char *why,
+			    int spooled, struct cm_error *err)
+{
+	char where[PATH_MAX], path[PATH_MAX];
+	struct cm_error e2;
+
+	if (spooled) {
+		spool_path(o, id, path, sizeof(path));
+		if (flush_reject(o, path, id, why) == 0)
+			return cm_errorf(err, EBADMSG, "result %s refused (%s); "
+					 "kept as %s/rejected/%s.json", id, why,
+					 o->spool_dir, id);
+		return cm_errorf(err, EBADMSG, "result %s refused (%s) and "
+				 "left in %s: it could not be moved to "
+				 "rejected/", id, why, path);
+	}
+	if (reject_put(o, doc, len, id, why, where, sizeof(where), &e2))
+		return cm_errorf(err, EBADMSG, "result %s refused (%s) and NOT "
+				 "kept: %s", id, why, e2.text);
+	return cm_errorf(err, EBADMSG, "result %s refused (%s); kept as %s",
+			 id, why, where);
+}
 
 int cm_result_deliver(const struct cm_deliver_opts *opts, const char *doc,
 		      size_t len, const char *upload_id, struct cm_error *err)
 {
 	int64_t start = now_ms(), timeout = opts && opts->timeout_ms > 0 ?
 			opts->timeout_ms : CM_DELIVER_TIMEOUT_MS_DEFAULT;
-	char why[768], where[PATH_MAX];
-	struct cm_error e2;
+	char why[768], path[PATH_MAX];
+	struct cm_error e2, espool = { .text = "" };
 	enum attempt a;
+	int spooled = 0, espool_errno = EIO;
 
 	if (!opts || !doc || !len)
 		return cm_errorf(err, EINVAL, "deliver: no document");
@@ -742,8 +778,20 @@ int cm_result_deliver(const struct cm_deliver_opts *opts, const char *doc,
 				 upload_id ? upload_id : "(null)");
 	if (spool_dir_too_long(opts, err))
 		return -1;
+	/* Spooled (and synced) before the attempt: an agent killed while it
+	 * waits on the service (SIGKILL, the OOM killer, a watchdog) leaves
+	 * the result for the next delivery on the node to send.  A spool
+	 * that cannot take it now only matters if the upload fails too. */
+	if (opts->spool_dir) {
+		spooled = spool_put(opts, doc, len, upload_id, &espool) == 0;
+		espool_errno = spooled ? 0 : errno;
+	}
 	a = attempt_upload(opts, doc, len, upload_id, why, sizeof(why));
 	if (a == ATTEMPT_DELIVERED) {
+		if (spooled) {
+			spool_path(opts, upload_id, path, sizeof(path));
+			unlink(path);
+		}
 		/* The service is back: spend what is left of this call's
 		 * time on older spooled results (nothing waits for a
 		 * separate retry daemon). */
@@ -755,20 +803,12 @@ int cm_result_deliver(const struct cm_deliver_opts *opts, const char *doc,
 		return cm_errorf(err, a == ATTEMPT_REJECTED ? EBADMSG : EIO,
 				 "result %s not delivered (no spool): %s",
 				 upload_id, why);
-	if (a == ATTEMPT_REJECTED) {
-		if (reject_put(opts, doc, len, upload_id, why, where,
-			       sizeof(where), &e2))
-			return cm_errorf(err, EBADMSG, "result %s refused "
-					 "(%s) and NOT kept: %s", upload_id,
-					 why, e2.text);
-		return cm_errorf(err, EBADMSG, "result %s refused (%s); kept "
-				 "as %s", upload_id, why, where);
-	}
-	if (spool_put(opts, doc, len, upload_id, &e2)) {
-		int en = errno;
-
-		cm_errorf(err, en, "result %s not delivered (%s) and %s",
-			  upload_id, why, e2.text);
+	if (a == ATTEMPT_REJECTED)
+		return deliver_rejected(opts, doc, len, upload_id, why,
+					spooled, err);
+	if (!spooled) {
+		cm_errorf(err, espool_errno, "result %s not delivered (%s) "
+			  "and %s", upload_id, why, espool.text);
 		return -1;
 	}
 	cm_errorf(err, 0, "result %s spooled in %s: %s", upload_id,
@@ -874,24 +914,27 @@ static int read_file(const char *path, char **buf, size_t *len)
 	return 0;
 }
 
-/* Move a refused spool file to rejected/ with its reason. */
-static void flush_reject(const struct cm_deliver_opts *o, const char *path,
-			 const char *id, const char *why)
+/* Move a refused spool file to rejected/ with its reason: 0, or -1 when
+ * it stays pending (retried later: nothing lost). */
+static int flush_reject(const struct cm_deliver_opts *o, const char *path,
+			const char *id, const char *why)
 {
 	char dir[PATH_MAX], dst[PATH_MAX], err_name[CM_UPLOAD_ID_MAX + 8];
 	struct cm_error e;
 
 	bprintf(dir, sizeof(dir), "%s/rejected", o->spool_dir);
 	if (ensure_dir(dir, &e))
-		return;	/* stays pending: retried, nothing lost */
+		return -1;
 	bprintf(dst, sizeof(dst), "%s/%s.json", dir, id);
 	bprintf(err_name, sizeof(err_name), "%s.error", id);
 	if (link(path, dst) && errno != EEXIST)
-		return;
+		return -1;
 	bprintf(dst, sizeof(dst), "%s/%s", dir, err_name);
 	unlink(dst);
-	if (write_new_file(dir, err_name, why, strlen(why), &e) == 0)
-		unlink(path);
+	if (write_new_file(dir, err_name, why, strlen(why), &e))
+		return -1;
+	unlink(path);
+	return 0;
 }
 
 /* Hold the spool's lock (non-blocking): fd, or -1 if another holds it. */
@@ -983,4 +1026,29 @@ int cm_spool_flush(const struct cm_deliver_opts *opts, int max,
 	if (spool_dir_too_long(opts, err))
 		return -1;
 	return flush_until(opts, max, 0, err);
+}
+
+int cm_spool_stale(const struct cm_deliver_opts *opts, int min_age_s,
+		   time_t *oldest)
+{
+	struct spooled *v;
+	time_t now = time(NULL);
+	int n, stale = 0;
+
+	if (!opts || !opts->spool_dir) {
+		errno = EINVAL;
+		return -1;
+	}
+	n = spool_list(opts->spool_dir, &v, NULL);
+	if (n < 0)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		if (now - v[i].mtime.tv_sec < min_age_s)
+			continue;
+		if (!stale && oldest)
+			*oldest = v[i].mtime.tv_sec;	/* sorted, oldest first */
+		stale++;
+	}
+	free(v);
+	return stale;
 }

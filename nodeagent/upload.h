@@ -10,9 +10,13 @@
  * delivered (docs/service.md).
  *
  * Spool layout (spool_dir, created 0700 if missing):
- *   ID.json             a result waiting for delivery (mode 0600), written
- *                       as .ID.json.tmp.PID then renamed, so a crash never
- *                       leaves a half-written spool file
+ *   ID.json             a result waiting for delivery, or being delivered
+ *                       right now (mode 0600): written and synced before
+ *                       the upload starts, so a deliverer killed during it
+ *                       (SIGKILL, the OOM killer) leaves the result for the
+ *                       next flush; written as .ID.json.tmp.PID then
+ *                       linked, so a crash never leaves a half-written
+ *                       spool file
  *   rejected/ID.json    a result the service refused with a 4xx: the
  *   rejected/ID.error   document is bad (or conflicts with a stored one);
  *                       it is kept with the service's answer for a human
@@ -29,6 +33,7 @@
 #define COMMAP_UPLOAD_H
 
 #include <stddef.h>
+#include <time.h>
 
 #include "commap/error.h"
 
@@ -63,6 +68,8 @@ enum cm_deliver_status {
 /* Deliver one result document doc[0..len-1] under upload_id (a valid id,
  * stable for this result: use cm_upload_id_make if the caller has none).
  *
+ * With a spool, the document is put there first (when there is room) and
+ * removed once the service has it, moved to rejected/ if refused.
  * Returns CM_DELIVER_UPLOADED; or CM_DELIVER_SPOOLED when the service
  * could not take it now (unreachable, slower than timeout_ms, 5xx, 401/403,
  * munge failed, built without libcurl/libmunge, no service_url), with err
@@ -98,6 +105,14 @@ int cm_spool_flush(const struct cm_deliver_opts *opts, int max,
  * their total size in *bytes if not NULL.  -1 with errno if the spool
  * cannot be read; 0 if spool_dir does not exist. */
 int cm_spool_count(const struct cm_deliver_opts *opts, size_t *bytes);
+
+/* Results waiting in the spool whose file is at least min_age_s seconds
+ * old (a delivery in flight wrote its own seconds ago), with the oldest
+ * one's modification time in *oldest if not NULL: what earlier deliveries
+ * left behind (killed during the upload, or the service unreachable).
+ * -1 with errno if the spool cannot be read; 0 if it does not exist. */
+int cm_spool_stale(const struct cm_deliver_opts *opts, int min_age_s,
+		   time_t *oldest);
 
 /* A stable upload id for a document: "r-" + a 64-bit FNV-1a hash of the
  * content in hex + "-" + the length in hex, so resending the same result

@@ -79,10 +79,12 @@ if HAVE_CAPSTONE
 if HAVE_SERVICE
 if HAVE_CURL
 TESTS += tests/agent/t0720-learned.sh
+# An agent killed during its upload: the result is delivered later.
+TESTS += tests/agent/t0787-killed-delivery.sh
 endif
 endif
 endif
-EXTRA_DIST += tests/agent/t0720-learned.sh
+EXTRA_DIST += tests/agent/t0720-learned.sh tests/agent/t0787-killed-delivery.sh
 
 # Benchmark, not a test: creation-to-pin latency, learned vs dynamic
 # (docs/PERFORMANCE.md "Learned mappings").  make bench-learned
