@@ -92,23 +92,42 @@ res=$(result_for "$job" 0)
 warnings "$res" 2>/dev/null | grep -q "fifo: not a regular file"
 ok $? "static:FIFO: the warning says it is not a regular file"
 
-# 3. A weight of 1.7e308 (two threads on two cores: the exact search's
-# bound once spun for ever on it): refused at once, nothing spins.
+# 3. Two weights of 1.7e308: on 4+ PUs the exact search's sums overflowed
+# to infinity and it spun for ever, deaf to SIGTERM (`commap map
+# --topology "pack:1 core:4 pu:2"` never returned).  The node has too few
+# CPUs for that search, so this step's agent maps onto that synthetic
+# machine (a dry run, --topology: it maps from its start, before any task
+# line, and pins nothing).  The matrix must be refused at once: the job
+# runs and ends as usual, and the agent ends by itself, with its result
+# and a warning, not by its watchdog (which would leave no result).
 python3 - "$udir/huge.json" <<'PY'
 import json, sys
-json.dump({"format": "commap-matrix", "version": 1, "threads": 2,
-           "edges": [[0, 1, 1.7e308]]}, open(sys.argv[1], "w"))
+json.dump({"format": "commap-matrix", "version": 1, "threads": 4,
+           "edges": [[0, 1, 1.7e308], [2, 3, 1.7e308]]},
+          open(sys.argv[1], "w"))
 PY
 chown "$user" "$udir/huge.json"
-# (the task outlives the agent's first scan even on a busy machine: the
-# matrix is mapped once the agent has seen a thread)
-usleep=4 usrun "$udir/job" -c 2 --commap="static:$udir/huge.json"
+cat >"$E2E_DIR/agent-dry" <<EOS
+#!/bin/sh
+exec "$plug_agent" --topology "pack:1 core:4 pu:2" "\$@"
+EOS
+chmod 755 "$E2E_DIR/agent-dry"
+e2e_plugstack "default=off agent=$E2E_DIR/agent-dry spool=$spool"
+out=$(as_user srun -n1 --commap="static:$udir/huge.json" \
+	sh -c 'echo $SLURM_JOB_ID >'"$udir/job"'; sleep 1; echo task-done')
+ok $? "huge weights: srun returns 0"
+[ "$out" = task-done ]
+ok $? "huge weights: the job's output is whole"
 job=$(cat "$udir/job" 2>/dev/null)
 no_agent_for "$job"
 ok $? "huge weights: no agent left for job $job"
 res=$(result_for "$job" 0)
+ok $? "huge weights: the agent ended by itself, with its result"
 warnings "$res" 2>/dev/null | grep -q "above the limit"
 ok $? "huge weights: the warning says a weight is above the limit"
+! grep -q watchdog "$spool/agent-$job.0.log" 2>/dev/null
+ok $? "huge weights: the watchdog did not have to end the agent"
+e2e_plugstack "default=off agent=$plug_agent spool=$spool"
 
 # 9. A spool the user can write to (the user's own: in a sticky
 # world-writable one the kernel's protected_symlinks already stops root):
@@ -121,7 +140,7 @@ e2e_plugstack "default=off agent=$agent spool=$uspool"
 usrun "$udir/job" --commap=off
 last=$(cat "$udir/job")
 for j in $(seq $((last + 1)) $((last + 4))); do
-	runuser -u "$user" -- ln -sf "$E2E_DIR/victim" "$uspool/agent-$j.0.log"
+	runuser -u "$user" -- ln -sf "$E2E_DIR/victim" "$uspool/agent-$j.0.$(hostname).log"
 done
 # (a missing static file: the agent has a line to write to its log)
 usrun "$udir/job" --commap="static:$udir/missing.csv"
