@@ -297,6 +297,26 @@ static void print_summary(FILE *out, const struct text_result *r)
 		json_array_size(json_object_get(doc, "timeline")));
 }
 
+/* Whether it helped and what the matrix rests on (render_benefit.c):
+ * the unpinned and applied costs, this run against earlier ones of the
+ * application (the service's "earlier_runs" in row), pin latency, the
+ * evidence. */
+static void print_benefit(FILE *out, const json_t *doc, const json_t *row)
+{
+	json_t *lines = cm_report_benefit(doc, row), *l;
+	size_t i;
+
+	if (!json_array_size(lines)) {
+		json_decref(lines);
+		return;
+	}
+	fputs("did it help\n", out);
+	json_array_foreach(lines, i, l)
+		fprintf(out, "  %s\n", json_string_value(json_object_get(l,
+								"text")));
+	json_decref(lines);
+}
+
 /* ---- heatmap ------------------------------------------------------------- */
 
 /* Weights summed into buckets of k threads (m = ceil(n / k) per side). */
@@ -571,6 +591,7 @@ int remote_text_report(FILE *out, const json_t *row,
 		return -1;
 	}
 	print_summary(out, &r);
+	print_benefit(out, doc, doc == row ? NULL : row);
 	print_heatmap(out, &r, o);
 	print_mapping(out, &r);
 	text_result_free(&r);

@@ -12,7 +12,10 @@ report_librender_la_SOURCES = \
 	report/render_migrations.c \
 	report/render_html.c \
 	report/render_model.c \
-	report/render_outcome.c
+	report/render_outcome.c \
+	report/render_benefit.c \
+	report/render_lists.c \
+	report/render_compare.c
 report_librender_la_CPPFLAGS = $(AM_CPPFLAGS) $(REPORT_CPPFLAGS)
 report_librender_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 report_librender_la_LIBADD = lib/libcommap.la $(JANSSON_LIBS) -lm

@@ -164,15 +164,21 @@ int cm_render_migrations_svg(FILE *out, const struct cm_report *r,
  * or a bare commap-result document.  For each result: identity, summary
  * (mode, backend, times, threads, final cost), detection statistics and
  * overhead (the stats object), the heatmap, the topology and the
- * migrations inline, and links to the job list and the application page. */
+ * migrations inline, and links to the job list and the application page.
+ * Each result opens with what happened (cm_report_outcome) and whether
+ * it helped (cm_report_benefit: <ul class="benefit">); its matrix is
+ * linked as files (BASE/results/ID/matrix.json and .csv); "started from
+ * model N" links BASE/models/N. */
 int cm_render_job_html(FILE *out, const json_t *doc,
 		       const struct cm_render_opts *opts,
 		       struct cm_error *err);
 
-/* The job list: jobs is the answer of GET /v1/jobs ({"jobs": [...]});
- * filters is the query used ({"user": "...", "app": ..., "since", "until",
- * "limit"}; NULL for none): shown in a plain GET form so the page can be
- * filtered without JavaScript. */
+/* The job list: jobs is the answer of GET /v1/jobs ({"jobs": [...],
+ * "more": bool}); filters is the query used ({"user": "...", "app": ...,
+ * "since", "until", "limit", "sort", "offset"}; NULL for none): shown in
+ * a plain GET form so the page can be filtered without JavaScript; the
+ * column headers sort (?sort=KEY, again for the other way) and previous
+ * and next links page through the list. */
 int cm_render_jobs_html(FILE *out, const json_t *jobs, const json_t *filters,
 			const struct cm_render_opts *opts,
 			struct cm_error *err);
@@ -193,6 +199,46 @@ int cm_render_app_models_html(FILE *out, const char *app, const json_t *info,
 			      const json_t *jobs, const json_t *models,
 			      const struct cm_render_opts *opts,
 			      struct cm_error *err);
+
+/* The same with the query the jobs were listed with (GET /v1/jobs's
+ * sort, offset, limit, filters: the table's headers sort and its links
+ * page with it; NULL for none). */
+int cm_render_app_page_html(FILE *out, const char *app, const json_t *info,
+			    const json_t *jobs, const json_t *query,
+			    const json_t *models,
+			    const struct cm_render_opts *opts,
+			    struct cm_error *err);
+
+/* The applications: apps is GET /v1/apps ({"apps": [...]}), each linked
+ * to its page. */
+int cm_render_apps_html(FILE *out, const json_t *apps,
+			const struct cm_render_opts *opts,
+			struct cm_error *err);
+
+/* The learned models: GET /v1/models ({"models": [...]} summaries), each
+ * linked to its page and its application's. */
+int cm_render_models_html(FILE *out, const json_t *models,
+			  const struct cm_render_opts *opts,
+			  struct cm_error *err);
+
+/* A model's page: the model (a whole commap-model document with "id"),
+ * the results folded into it (its stability history) and runs, the
+ * runs that started from it ({"runs": [{"job", "step", "node",
+ * "started_at", "duration_s"}]}, NULL for none). */
+int cm_render_model_page_html(FILE *out, const json_t *model,
+			      const json_t *runs,
+			      const struct cm_render_opts *opts,
+			      struct cm_error *err);
+
+/* Two runs side by side: a and b are GET /v1/jobs/{job} answers with
+ * documents (or bare commap-result documents).  The first result of
+ * each (an srun step before the batch script) is shown: what happened,
+ * whether it helped, the heatmaps and the placements; above them the
+ * difference: run times, threads, pins, modes and the cosine of the two
+ * matrices when the thread counts agree. */
+int cm_render_compare_html(FILE *out, const json_t *a, const json_t *b,
+			   const struct cm_render_opts *opts,
+			   struct cm_error *err);
 
 /* One learned model as an HTML <section>: its key (executable hash, ranks,
  * threads per rank, command-line shape), runs, stability and its recent
@@ -215,6 +261,17 @@ int cm_render_model_html(FILE *out, const json_t *model,
  * learned model, and why).  doc is a commap-result document.  NULL on
  * ENOMEM. */
 json_t *cm_report_outcome(const json_t *doc);
+
+/* Whether commap helped, and what the matrix rests on (docs/reports.md
+ * "Did it help"): a new JSON array of {"kind": K, "text": T}: "cost"
+ * (the cost model of the applied mapping against random, unpinned
+ * placement on the step's PUs), "time" (this run against the row's
+ * "earlier_runs", the service's; left out when row has none), "latency"
+ * (thread start to first pin), "samples" (what the matrix rests on: samples, decoded share,
+ * events, and each breakdown object of stats: "levels", "evidence",
+ * "phases").  doc is a commap-result document, row its stored row or
+ * NULL.  NULL on ENOMEM. */
+json_t *cm_report_benefit(const json_t *doc, const json_t *row);
 
 /* Why no learned model was used, readable: the service's internal key
  * (exe_hash=... argv_shape=...) becomes the application's name and

@@ -8,7 +8,7 @@
 
 #include "render_internal.h"
 
-static const char CSS[] =
+const char rd_css[] =
 	"body{font-family:sans-serif;margin:1em 2em;color:#222;"
 	"max-width:1400px}"
 	"h1{font-size:1.5em}h2{font-size:1.25em;border-bottom:1px solid #ccc;"
@@ -23,7 +23,13 @@ static const char CSS[] =
 	"ul.outcome{padding:.4em 1.6em;background:#f7f7f2;"
 	"border-left:4px solid #888}ul.outcome li.outcome{font-weight:bold}"
 	"ul.outcome li.warning{color:#a33}"
-	".cols{display:flex;flex-wrap:wrap;gap:0 2.5em;align-items:flex-start}";
+	".cols{display:flex;flex-wrap:wrap;gap:0 2.5em;align-items:flex-start}"
+	"ul.benefit{padding:.4em 1.6em;background:#f2f5f8;"
+	"border-left:4px solid #58a}"
+	"th a{color:inherit}th a.sorted{text-decoration:underline double}"
+	"nav.pages a{margin-right:1em}"
+	".compare{display:grid;grid-template-columns:1fr 1fr;gap:0 2em}"
+	".compare>div{min-width:0}";
 
 static void esc(FILE *out, const char *s)
 {
@@ -31,7 +37,7 @@ static void esc(FILE *out, const char *s)
 }
 
 /* The base of every link, always ending in '/'. */
-static void base(FILE *out, const struct cm_render_opts *o)
+void rd_base(FILE *out, const struct cm_render_opts *o)
 {
 	const char *b = o && o->base_url && *o->base_url ? o->base_url : "/";
 
@@ -40,7 +46,7 @@ static void base(FILE *out, const struct cm_render_opts *o)
 		fputc('/', out);
 }
 
-static void page_head(FILE *out, const struct cm_render_opts *o,
+void rd_page_head(FILE *out, const struct cm_render_opts *o,
 		      const char *title, const char *title2)
 {
 	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head>"
@@ -52,9 +58,13 @@ static void page_head(FILE *out, const struct cm_render_opts *o,
 		esc(out, title2);
 	}
 	fprintf(out, " \xe2\x80\x94 commap</title><style>%s</style></head>\n"
-		"<body>\n<nav><a href=\"", CSS);
-	base(out, o);
-	fputs("jobs\">Jobs</a></nav>\n<h1>", out);
+		"<body>\n<nav><a href=\"", rd_css);
+	rd_base(out, o);
+	fputs("jobs\">Jobs</a><a href=\"", out);
+	rd_base(out, o);
+	fputs("apps\">Applications</a><a href=\"", out);
+	rd_base(out, o);
+	fputs("models\">Models</a></nav>\n<h1>", out);
 	esc(out, title);
 	if (title2) {
 		fputc(' ', out);
@@ -63,7 +73,7 @@ static void page_head(FILE *out, const struct cm_render_opts *o,
 	fputs("</h1>\n", out);
 }
 
-static void page_foot(FILE *out, const struct cm_render_opts *o)
+void rd_page_foot(FILE *out, const struct cm_render_opts *o)
 {
 	fputs("<footer class=\"muted\"><p>commap report", out);
 	if (o && o->footer) {
@@ -74,7 +84,7 @@ static void page_foot(FILE *out, const struct cm_render_opts *o)
 }
 
 /* A row "name | value" with the value escaped; NULL values are skipped. */
-static void kv(FILE *out, const char *name, const char *value)
+void rd_kv(FILE *out, const char *name, const char *value)
 {
 	if (!value)
 		return;
@@ -84,7 +94,7 @@ static void kv(FILE *out, const char *name, const char *value)
 }
 
 /* A JSON scalar as text: integers in full, reals compactly. */
-static void scalar(FILE *out, const json_t *v)
+void rd_scalar(FILE *out, const json_t *v)
 {
 	if (json_is_integer(v))
 		fprintf(out, "%lld", (long long)json_integer_value(v));
@@ -100,27 +110,27 @@ static void scalar(FILE *out, const json_t *v)
 		fputs("\xe2\x80\x94", out);
 }
 
-static void kv_json(FILE *out, const char *name, const json_t *v)
+void rd_kv_json(FILE *out, const char *name, const json_t *v)
 {
 	if (!v)
 		return;
 	fprintf(out, "<tr><th>%s</th><td>", name);
-	scalar(out, v);
+	rd_scalar(out, v);
 	fputs("</td></tr>\n", out);
 }
 
-static const char *jstr(const json_t *o, const char *k)
+const char *rd_jstr(const json_t *o, const char *k)
 {
 	return json_string_value(json_object_get(o, k));
 }
 
-static void app_link(FILE *out, const struct cm_render_opts *o,
+void rd_app_link(FILE *out, const struct cm_render_opts *o,
 		     const char *app)
 {
 	if (!app || !*app)
 		return;
 	fputs("<a href=\"", out);
-	base(out, o);
+	rd_base(out, o);
 	fputs("apps/", out);
 	rd_url_escape(out, app);
 	fputs("\">", out);
@@ -128,7 +138,7 @@ static void app_link(FILE *out, const struct cm_render_opts *o,
 	fputs("</a>", out);
 }
 
-static const char *basename_of(const char *path)
+const char *rd_basename(const char *path)
 {
 	const char *s = path ? strrchr(path, '/') : NULL;
 
@@ -144,7 +154,7 @@ static void placement_notes(FILE *out, const json_t *doc)
 	const json_t *tl = json_object_get(doc, "timeline");
 	char label[64];
 
-	kv(out, "not pinned", json_string_value(json_object_get(doc,
+	rd_kv(out, "not pinned", json_string_value(json_object_get(doc,
 								"not_pinned")));
 	for (size_t k = 0; k < json_array_size(tl); k++) {
 		const json_t *e = json_array_get(tl, k);
@@ -155,13 +165,14 @@ static void placement_notes(FILE *out, const json_t *doc)
 			continue;
 		snprintf(label, sizeof(label), "progress guard, %.2f s",
 			 json_number_value(json_object_get(e, "t")));
-		kv(out, label, json_string_value(json_object_get(e, "note")));
+		rd_kv(out, label, json_string_value(json_object_get(e, "note")));
 	}
 }
 
 /* Whether the run started from a learned model (the agent's "model"
  * field; absent: it did not look for one). */
-static void model_used(FILE *out, const json_t *doc)
+static void model_used(FILE *out, const json_t *doc,
+		       const struct cm_render_opts *o)
 {
 	const json_t *m = json_object_get(doc, "model");
 	const json_t *d = json_object_get(m, "distance");
@@ -169,16 +180,20 @@ static void model_used(FILE *out, const json_t *doc)
 
 	fputs("<tr><th>learned model</th><td>", out);
 	if (json_is_true(json_object_get(m, "used"))) {
-		fprintf(out, "started from model %lld (%lld run%s)",
-			(long long)json_integer_value(json_object_get(m, "id")),
-			(long long)runs, runs == 1 ? "" : "s");
+		long long id = (long long)json_integer_value(
+			json_object_get(m, "id"));
+
+		fputs("started from <a href=\"", out);
+		rd_base(out, o);
+		fprintf(out, "models/%lld\">model %lld</a> (%lld run%s)", id,
+			id, (long long)runs, runs == 1 ? "" : "s");
 		if (json_is_number(d))
 			fprintf(out, ", distance %.3f", json_number_value(d));
 	} else if (m) {
 		char buf[512];
 
 		fputs("not used", out);
-		if (jstr(m, "reason")) {
+		if (rd_jstr(m, "reason")) {
 			fputs(": ", out);
 			esc(out, cm_report_model_reason(doc, buf, sizeof(buf)));
 		}
@@ -189,7 +204,7 @@ static void model_used(FILE *out, const json_t *doc)
 }
 
 static void identity_table(FILE *out, const struct cm_report *r,
-			   const json_t *row)
+			   const json_t *row, const struct cm_render_opts *o)
 {
 	const json_t *id = json_object_get(r->doc, "identity");
 	const json_t *topo = json_object_get(r->doc, "topology");
@@ -198,26 +213,26 @@ static void identity_table(FILE *out, const struct cm_report *r,
 
 	fputs("<table class=\"identity\">\n", out);
 	if (row)
-		kv_json(out, "result id", json_object_get(row, "id"));
-	kv_json(out, "job", json_object_get(id, "job"));
+		rd_kv_json(out, "result id", json_object_get(row, "id"));
+	rd_kv_json(out, "job", json_object_get(id, "job"));
 	if (r->step >= 0) {
 		char buf[24];
 
-		kv(out, "step", cm_report_step_name(r->step, buf,
+		rd_kv(out, "step", cm_report_step_name(r->step, buf,
 						    sizeof(buf)));
 	} else {
-		kv_json(out, "step", json_object_get(id, "step"));
+		rd_kv_json(out, "step", json_object_get(id, "step"));
 	}
-	kv(out, "node", r->node);
+	rd_kv(out, "node", r->node);
 	if (r->user || json_object_get(id, "uid")) {
 		fputs("<tr><th>user</th><td>", out);
 		esc(out, r->user);
 		fputs(" (uid ", out);
-		scalar(out, json_object_get(id, "uid"));
+		rd_scalar(out, json_object_get(id, "uid"));
 		fputs(")</td></tr>\n", out);
 	}
-	kv(out, "executable", r->executable);
-	kv(out, "executable hash", jstr(id, "exe_hash"));
+	rd_kv(out, "executable", r->executable);
+	rd_kv(out, "executable hash", rd_jstr(id, "exe_hash"));
 	if (json_is_array(argv)) {
 		fputs("<tr><th>command line</th><td><code>", out);
 		for (i = 0; i < json_array_size(argv); i++) {
@@ -227,22 +242,22 @@ static void identity_table(FILE *out, const struct cm_report *r,
 		}
 		fputs("</code></td></tr>\n", out);
 	}
-	kv(out, "mode", r->mode);
-	model_used(out, r->doc);
+	rd_kv(out, "mode", r->mode);
+	model_used(out, r->doc, o);
 	placement_notes(out, r->doc);
-	kv(out, "detection backend", r->backend);
-	kv(out, "started", r->started_at);
-	kv(out, "ended", r->ended_at);
+	rd_kv(out, "detection backend", r->backend);
+	rd_kv(out, "started", r->started_at);
+	rd_kv(out, "ended", r->ended_at);
 	if (r->duration_s >= 0) {
 		fputs("<tr><th>duration</th><td>", out);
 		rd_number(out, r->duration_s);
 		fputs(" s</td></tr>\n", out);
 	}
-	kv(out, "CPUs (OS indices)", r->cpuset);
-	kv_json(out, "PUs", json_object_get(topo, "pus"));
-	kv(out, "topology", r->synthetic);
-	kv_json(out, "dry run (not pinned)", json_object_get(topo, "dry_run"));
-	kv_json(out, "ranks", json_object_get(id, "ranks"));
+	rd_kv(out, "CPUs (OS indices)", r->cpuset);
+	rd_kv_json(out, "PUs", json_object_get(topo, "pus"));
+	rd_kv(out, "topology", r->synthetic);
+	rd_kv_json(out, "dry run (not pinned)", json_object_get(topo, "dry_run"));
+	rd_kv_json(out, "ranks", json_object_get(id, "ranks"));
 	fprintf(out, "<tr><th>threads</th><td>%d</td></tr>\n"
 		"<tr><th>communicating pairs</th><td>%d</td></tr>\n"
 		"<tr><th>pins</th><td>%d (%d first placements)</td></tr>\n"
@@ -263,6 +278,36 @@ static void identity_table(FILE *out, const struct cm_report *r,
 	fputs("</table>\n", out);
 }
 
+/* A statistic: objects (pin latency percentiles, breakdowns by level)
+ * as "name value" pairs, arrays (the sampling periods) as lists, so no
+ * figure the result carries is shown as a dash. */
+static void stat_value(FILE *out, const json_t *v, int depth)
+{
+	const char *key;
+	json_t *x;
+	size_t i, k = 0;
+
+	if (depth > 3) {
+		fputs("\xe2\x80\xa6", out);
+	} else if (json_is_object(v)) {
+		json_object_foreach((json_t *)v, key, x) {
+			fputs(k++ ? ", " : "", out);
+			esc(out, key);
+			fputc(' ', out);
+			stat_value(out, x, depth + 1);
+		}
+	} else if (json_is_array(v)) {
+		fputc('[', out);
+		json_array_foreach(v, i, x) {
+			fputs(i ? ", " : "", out);
+			stat_value(out, x, depth + 1);
+		}
+		fputc(']', out);
+	} else {
+		rd_scalar(out, v);
+	}
+}
+
 /* Detection statistics, and what the agent cost the job. */
 static void stats_table(FILE *out, const struct cm_report *r)
 {
@@ -277,7 +322,7 @@ static void stats_table(FILE *out, const struct cm_report *r)
 		fputs("<tr><th>", out);
 		esc(out, key);
 		fputs("</th><td class=\"num\">", out);
-		scalar(out, v);
+		stat_value(out, v, 0);
 		fputs("</td></tr>\n", out);
 	}
 	if (!json_object_size(stats))
@@ -336,15 +381,14 @@ static void threads_table(FILE *out, const struct cm_report *r)
 	fputs("</table></details>\n", out);
 }
 
-/* What happened and why, before anything else (render_outcome.c). */
-static int outcome_list(FILE *out, const json_t *doc)
+static int item_list(FILE *out, const char *cls, json_t *lines)
 {
-	json_t *lines = cm_report_outcome(doc), *l;
+	json_t *l;
 	size_t i;
 
 	if (!lines)
 		return -1;
-	fputs("<ul class=\"outcome\">\n", out);
+	fprintf(out, "<ul class=\"%s\">\n", cls);
 	json_array_foreach(lines, i, l) {
 		fprintf(out, "<li class=\"%s\">",
 			json_string_value(json_object_get(l, "kind")));
@@ -354,6 +398,32 @@ static int outcome_list(FILE *out, const json_t *doc)
 	fputs("</ul>\n", out);
 	json_decref(lines);
 	return 0;
+}
+
+/* What happened and why, before anything else (render_outcome.c); then
+ * whether it helped (render_benefit.c). */
+int rd_outcome_lists(FILE *out, const json_t *doc, const json_t *row)
+{
+	if (item_list(out, "outcome", cm_report_outcome(doc)) < 0)
+		return -1;
+	return item_list(out, "benefit", cm_report_benefit(doc, row));
+}
+
+/* Links to the result's matrix as files (the service's pages). */
+static void downloads(FILE *out, const json_t *row,
+		      const struct cm_render_opts *o)
+{
+	const json_t *id = json_object_get(row, "id");
+
+	if (!json_is_integer(id))
+		return;
+	fputs("<p class=\"downloads\">Matrix: <a href=\"", out);
+	rd_base(out, o);
+	fprintf(out, "results/%lld/matrix.json\" download>JSON</a> "
+		"<a href=\"", (long long)json_integer_value(id));
+	rd_base(out, o);
+	fprintf(out, "results/%lld/matrix.csv\" download>CSV</a></p>\n",
+		(long long)json_integer_value(id));
 }
 
 static int result_section(FILE *out, const json_t *row, const json_t *doc,
@@ -377,15 +447,17 @@ static int result_section(FILE *out, const json_t *row, const json_t *doc,
 		esc(out, r->node);
 	}
 	fputs("</h2>\n", out);
-	if (outcome_list(out, doc) < 0)
+	if (rd_outcome_lists(out, doc, row) < 0)
 		goto nomem;
 	fputs("<div class=\"cols\"><div>\n", out);
-	identity_table(out, r, row);
+	identity_table(out, r, row, o);
 	fputs("</div><div><h3>Detection statistics and overhead</h3>\n",
 	      out);
 	stats_table(out, r);
 	fputs("</div></div>\n", out);
-	fputs("<h3>Communication matrix</h3>\n<div class=\"fig\">\n", out);
+	fputs("<h3>Communication matrix</h3>\n", out);
+	downloads(out, row, o);
+	fputs("<div class=\"fig\">\n", out);
 	if (rd_heatmap(out, r, o, 0, k) < 0)
 		goto nomem;
 	fputs("</div>\n<h3>Placement on the node</h3>\n<div class=\"fig\">\n",
@@ -431,36 +503,36 @@ static void job_summary(FILE *out, const json_t *job,
 			const struct cm_render_opts *o)
 {
 	const json_t *s = json_object_get(job, "summary");
-	const char *exe = jstr(job, "executable");
+	const char *exe = rd_jstr(job, "executable");
 	const json_t *v;
 	size_t i;
 
 	fputs("<table class=\"summary\">\n", out);
-	kv_json(out, "job", json_object_get(job, "job"));
+	rd_kv_json(out, "job", json_object_get(job, "job"));
 	clusters_row(out, json_object_get(job, "clusters"));
-	kv(out, "user", jstr(job, "user"));
-	kv(out, "executable", exe);
+	rd_kv(out, "user", rd_jstr(job, "user"));
+	rd_kv(out, "executable", exe);
 	if (exe) {
 		fputs("<tr><th>application</th><td>", out);
-		app_link(out, o, basename_of(exe));
+		rd_app_link(out, o, rd_basename(exe));
 		fputs("</td></tr>\n", out);
 	}
-	kv_json(out, "results", json_object_get(s, "results"));
+	rd_kv_json(out, "results", json_object_get(s, "results"));
 	v = json_object_get(s, "nodes");
 	if (json_is_array(v)) {
 		fputs("<tr><th>nodes</th><td>", out);
 		for (i = 0; i < json_array_size(v); i++) {
 			if (i)
 				fputs(", ", out);
-			scalar(out, json_array_get(v, i));
+			rd_scalar(out, json_array_get(v, i));
 		}
 		fputs("</td></tr>\n", out);
 	}
-	kv_json(out, "ranks", json_object_get(s, "ranks"));
-	kv_json(out, "threads", json_object_get(s, "threads"));
-	kv_json(out, "migrations", json_object_get(s, "migrations"));
-	kv(out, "started", jstr(s, "started_at"));
-	kv(out, "ended", jstr(s, "ended_at"));
+	rd_kv_json(out, "ranks", json_object_get(s, "ranks"));
+	rd_kv_json(out, "threads", json_object_get(s, "threads"));
+	rd_kv_json(out, "migrations", json_object_get(s, "migrations"));
+	rd_kv(out, "started", rd_jstr(s, "started_at"));
+	rd_kv(out, "ended", rd_jstr(s, "ended_at"));
 	fputs("</table>\n", out);
 }
 
@@ -482,7 +554,7 @@ int cm_render_job_html(FILE *out, const json_t *doc,
 				 (long long)json_integer_value(job));
 		else
 			snprintf(title, sizeof(title), "Job");
-		page_head(out, o, title, NULL);
+		rd_page_head(out, o, title, NULL);
 		job_summary(out, doc, o);
 		if (json_array_size(results) == 0)
 			fputs("<p class=\"muted\">no results</p>\n", out);
@@ -513,202 +585,18 @@ int cm_render_job_html(FILE *out, const json_t *doc,
 					 json_object_get(doc, "id")));
 		else
 			snprintf(title, sizeof(title), "Result");
-		app = basename_of(r->executable);
-		page_head(out, o, title, NULL);
+		app = rd_basename(r->executable);
+		rd_page_head(out, o, title, NULL);
 		if (app) {
 			fputs("<p>Application ", out);
-			app_link(out, o, app);
+			rd_app_link(out, o, app);
 			fputs("</p>\n", out);
 		}
 		cm_report_free(r);
 		if (result_section(out, inner ? doc : NULL, d, 0, o, err) < 0)
 			return -1;
 	}
-	page_foot(out, o);
+	rd_page_foot(out, o);
 	return rd_finish(out, err);
 }
 
-/* ---- lists ------------------------------------------------------------- */
-
-/* More than one cluster in a list ("" for results without a name): then
- * a cluster column tells apart two jobs of the same id. */
-static int many_clusters(const json_t *arr)
-{
-	const char *first = NULL, *c;
-	size_t i;
-
-	for (i = 0; i < json_array_size(arr); i++) {
-		c = jstr(json_array_get(arr, i), "cluster");
-		c = c ? c : "";
-		if (!first)
-			first = c;
-		else if (strcmp(first, c))
-			return 1;
-	}
-	return 0;
-}
-
-static void job_link(FILE *out, const json_t *j, int clusters,
-		     const struct cm_render_opts *o)
-{
-	long long job = (long long)json_integer_value(json_object_get(j,
-								      "job"));
-	const char *c = jstr(j, "cluster");
-
-	fputs("<a href=\"", out);
-	base(out, o);
-	fprintf(out, "jobs/%lld", job);
-	if (clusters && c) {
-		fputs("?cluster=", out);
-		esc(out, c);	/* [A-Za-z0-9._-]: nothing to encode */
-	}
-	fprintf(out, "\">%lld</a>", job);
-}
-
-static void jobs_table(FILE *out, const json_t *arr,
-		       const struct cm_render_opts *o)
-{
-	static const char *const nums[] = {
-		"steps", "nodes", "ranks", "threads", "migrations",
-	};
-	int clusters = many_clusters(arr);
-	size_t i, k;
-
-	fputs("<table class=\"jobs\"><tr>", out);
-	if (clusters)
-		fputs("<th>cluster</th>", out);
-	fputs("<th>job</th><th>user</th>"
-	      "<th>application</th><th>started</th><th>ended</th>"
-	      "<th>steps</th><th>nodes</th><th>ranks</th><th>threads</th>"
-	      "<th>migrations</th></tr>\n", out);
-	for (i = 0; i < json_array_size(arr); i++) {
-		const json_t *j = json_array_get(arr, i);
-		const json_t *job = json_object_get(j, "job");
-		const json_t *ids = json_object_get(j, "result_ids");
-
-		fputs("<tr>", out);
-		if (clusters) {
-			fputs("<td>", out);
-			esc(out, jstr(j, "cluster") ? jstr(j, "cluster") : "");
-			fputs("</td>", out);
-		}
-		fputs("<td>", out);
-		if (json_is_integer(job)) {
-			job_link(out, j, clusters, o);
-		} else if (json_is_integer(json_array_get(ids, 0))) {
-			long long id = json_integer_value(json_array_get(ids,
-									 0));
-
-			fputs("<a href=\"", out);
-			base(out, o);
-			fprintf(out, "results/%lld\">result %lld</a>", id, id);
-		} else {
-			fputs("\xe2\x80\x94", out);
-		}
-		fputs("</td><td>", out);
-		esc(out, jstr(j, "user"));
-		fputs("</td><td>", out);
-		app_link(out, o, jstr(j, "app"));
-		fputs("</td><td>", out);
-		esc(out, jstr(j, "started_at"));
-		fputs("</td><td>", out);
-		esc(out, jstr(j, "ended_at"));
-		fputs("</td>", out);
-		for (k = 0; k < sizeof(nums) / sizeof(nums[0]); k++) {
-			fputs("<td class=\"num\">", out);
-			scalar(out, json_object_get(j, nums[k]));
-			fputs("</td>", out);
-		}
-		fputs("</tr>\n", out);
-	}
-	fputs("</table>\n", out);
-	if (json_array_size(arr) == 0)
-		fputs("<p class=\"muted\">no jobs</p>\n", out);
-}
-
-static void filter_field(FILE *out, const json_t *filters, const char *name,
-			 const char *label, const char *placeholder)
-{
-	fprintf(out, "<label>%s <input name=\"%s\" value=\"", label, name);
-	esc(out, jstr(filters, name));
-	fprintf(out, "\" placeholder=\"%s\" size=\"12\"></label>\n",
-		placeholder);
-}
-
-int cm_render_jobs_html(FILE *out, const json_t *jobs, const json_t *filters,
-			const struct cm_render_opts *o, struct cm_error *err)
-{
-	const json_t *arr = json_object_get(jobs, "jobs");
-
-	if (!json_is_array(arr))
-		return cm_errorf(err, EINVAL, "jobs: not an array");
-	page_head(out, o, "Jobs", NULL);
-	fputs("<form method=\"get\" action=\"", out);
-	base(out, o);
-	fputs("jobs\" class=\"filters\">\n", out);
-	filter_field(out, filters, "user", "user", "name");
-	filter_field(out, filters, "app", "application", "name or path");
-	filter_field(out, filters, "since", "since", "YYYY-MM-DD");
-	filter_field(out, filters, "until", "until", "YYYY-MM-DD");
-	filter_field(out, filters, "limit", "limit", "100");
-	fputs("<button type=\"submit\">Filter</button></form>\n", out);
-	jobs_table(out, arr, o);
-	page_foot(out, o);
-	return rd_finish(out, err);
-}
-
-int cm_render_app_html(FILE *out, const char *app, const json_t *info,
-		       const json_t *jobs, const struct cm_render_opts *o,
-		       struct cm_error *err)
-{
-	return cm_render_app_models_html(out, app, info, jobs, NULL, o, err);
-}
-
-/* The learned models of the application, newest first. */
-static int app_models(FILE *out, const json_t *models,
-		      const struct cm_render_opts *o, struct cm_error *err)
-{
-	const json_t *arr = json_object_get(models, "models"), *m;
-	size_t i;
-
-	if (!models)
-		return 0;
-	fputs("<h2>Learned models</h2>\n", out);
-	if (json_array_size(arr) == 0)
-		fputs("<p class=\"muted\">No model yet: runs with an executable"
-		      " hash (the agent's identity.exe_hash) make one.</p>\n",
-		      out);
-	json_array_foreach(arr, i, m)
-		if (cm_render_model_html(out, m, o, err) < 0)
-			return -1;
-	return 0;
-}
-
-int cm_render_app_models_html(FILE *out, const char *app, const json_t *info,
-			      const json_t *jobs, const json_t *models,
-			      const struct cm_render_opts *o,
-			      struct cm_error *err)
-{
-	const json_t *arr = json_object_get(jobs, "jobs");
-
-	if (!json_is_array(arr))
-		return cm_errorf(err, EINVAL, "jobs: not an array");
-	page_head(out, o, "Application", app);
-	if (json_is_object(info)) {
-		fputs("<table class=\"app\">\n", out);
-		kv(out, "executable", jstr(info, "executable"));
-		kv_json(out, "jobs", json_object_get(info, "jobs"));
-		kv_json(out, "results", json_object_get(info, "results"));
-		kv_json(out, "users", json_object_get(info, "users"));
-		kv(out, "last run", jstr(info, "last_started_at"));
-		kv_json(out, "most threads", json_object_get(info,
-							     "max_threads"));
-		fputs("</table>\n", out);
-	}
-	if (app_models(out, models, o, err) < 0)
-		return -1;
-	fputs("<h2>Runs</h2>\n", out);
-	jobs_table(out, arr, o);
-	page_foot(out, o);
-	return rd_finish(out, err);
-}

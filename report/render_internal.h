@@ -34,6 +34,36 @@ void rd_url_escape(FILE *out, const char *s);
 /* 0, or -1 with EIO and a message when the stream failed. */
 int rd_finish(FILE *out, struct cm_error *err);
 
+/* ---- pieces of the HTML pages (render_html.c) ---- */
+
+extern const char rd_css[];
+/* The base of every link, always ending in '/'. */
+void rd_base(FILE *out, const struct cm_render_opts *o);
+/* <!DOCTYPE ...> through <h1>title title2</h1>, with the navigation. */
+void rd_page_head(FILE *out, const struct cm_render_opts *o,
+		  const char *title, const char *title2);
+void rd_page_foot(FILE *out, const struct cm_render_opts *o);
+/* A table row "name | value", escaped; NULL values are skipped. */
+void rd_kv(FILE *out, const char *name, const char *value);
+void rd_kv_json(FILE *out, const char *name, const json_t *v);
+/* A JSON scalar as text: integers in full, reals compactly. */
+void rd_scalar(FILE *out, const json_t *v);
+const char *rd_jstr(const json_t *o, const char *k);
+/* <a href="BASE/apps/APP">APP</a> */
+void rd_app_link(FILE *out, const struct cm_render_opts *o,
+		 const char *app);
+const char *rd_basename(const char *path);
+/* What happened, then whether it helped: <ul class="outcome"> and
+ * <ul class="benefit"> of a result (row: its stored row, or NULL).
+ * 0, or -1 on ENOMEM. */
+int rd_outcome_lists(FILE *out, const json_t *doc, const json_t *row);
+/* The jobs table of a listing (render_lists.c); query is the listing's
+ * query ({"sort", "offset", "limit", filters}; NULL for none) and path
+ * the page it is on ("jobs", "apps/NAME"): the column headers link to
+ * the same page sorted by them. */
+void rd_jobs_table(FILE *out, const json_t *jobs, const json_t *query,
+		   const char *path, const struct cm_render_opts *o);
+
 /* Default label count when opts->max_labels is 0. */
 #define RD_MAX_LABELS 32
 

@@ -50,13 +50,15 @@ sbin_PROGRAMS += service/commap-service
 service_commap_service_SOURCES = $(SERVICE_CORE) \
 	service/main.c \
 	service/svc_log.h service/svc_log.c \
-	service/svc_db.h service/svc_db.c \
+	service/svc_db.h service/svc_db.c service/svc_db_list.c \
 	service/svc_auth.h service/svc_auth.c \
 	service/svc_metrics.h service/svc_metrics.c \
 	service/svc_api.h service/svc_api.c \
 	service/svc_http.h service/svc_http.c \
 	service/svc_conn_guard.h service/svc_conn_guard.c \
-	service/svc_web.h service/svc_web.c \
+	service/svc_web.h service/svc_web.c service/svc_web_internal.h \
+	service/svc_web_apps.c service/svc_web_models.c \
+	service/svc_web_compare.c service/svc_web_matrix.c \
 	service/svc_models.h service/svc_models.c service/svc_model_merge.c \
 	service/svc_model_worker.c service/svc_model_quarantine.c \
 	service/svc_retention.h service/svc_retention.c
@@ -73,7 +75,8 @@ SERVICE_DB_TESTS = tests/service/test_svc_db.t
 check_PROGRAMS += $(SERVICE_DB_TESTS)
 TESTS += $(SERVICE_DB_TESTS)
 tests_service_test_svc_db_t_SOURCES = tests/service/test_svc_db.c \
-	service/svc_db.c service/result_validate.c service/svc_retention.c
+	service/svc_db.c service/svc_db_list.c service/result_validate.c \
+	service/svc_retention.c
 nodist_tests_service_test_svc_db_t_SOURCES = service/sql_migrations.c
 tests_service_test_svc_db_t_CFLAGS = $(SERVICE_TEST_CFLAGS) \
 	$(SQLITE_CFLAGS) -pthread
@@ -90,8 +93,13 @@ SERVICE_INTEGRATION_TESTS = \
 	tests/service/t0670-retention.sh \
 	tests/service/t0680-hostile-clients.sh \
 	tests/service/t0685-reused-job-ids.sh \
-	tests/service/t0690-model-quarantine.sh
+	tests/service/t0690-model-quarantine.sh \
+	tests/service/t0695-web-history.sh
 TESTS += $(SERVICE_INTEGRATION_TESTS)
+# Did it help, in `commap report` too (the CLI's service client).
+if HAVE_CURL
+TESTS += tests/service/t0656-report-help.sh
+endif
 
 # Benchmark (built by make check, run by hand: docs/PERFORMANCE.md,
 # "Service"): tests/bench/service/run-service.sh.
@@ -111,7 +119,8 @@ EXTRA_DIST += tests/service/t0600-service-api.sh \
 	tests/service/t0660-models.sh tests/service/t0670-retention.sh \
 	tests/service/t0680-hostile-clients.sh tests/service/conn-flood.py \
 	tests/service/t0685-reused-job-ids.sh \
-	tests/service/t0690-model-quarantine.sh
+	tests/service/t0690-model-quarantine.sh \
+	tests/service/t0695-web-history.sh tests/service/t0656-report-help.sh
 
 # Fuzz target for the upload parser (tests/fuzz/standalone_driver.c runs it
 # over tests/fuzz/corpus/result_upload/ plus mutations in make check;

@@ -221,12 +221,70 @@ static int query_time(const struct svc_api_request *rq, const char *key,
 	return 0;
 }
 
+/* offset: a count of jobs to skip, in [0, 10^9]. */
+static int query_offset(const struct svc_api_request *rq, int *offset,
+			struct svc_api_response *rs)
+{
+	const char *s = svc_api_query_get(rq, "offset");
+	char *end;
+	long v;
+
+	*offset = 0;
+	if (!s)
+		return 0;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (!isdigit((unsigned char)*s) || *end || errno || v > 1000000000L) {
+		svc_api_error(rs, 400, "offset: '%.32s' is not a count of jobs "
+			      "in [0, 1000000000]", s);
+		return -1;
+	}
+	*offset = (int)v;
+	return 0;
+}
+
+static int query_sort(const struct svc_api_request *rq,
+		      struct svc_job_filter *f, struct svc_api_response *rs)
+{
+	const char *s = svc_api_query_get(rq, "sort");
+
+	if (!s || svc_job_sort_parse(s, f) == 0)
+		return 0;
+	svc_api_error(rs, 400, "sort: '%.32s' is not one of %s (a leading "
+		      "'-' sorts largest first)", s, svc_job_sort_keys);
+	return -1;
+}
+
+/* One more job than asked is read, so the answer can say whether a
+ * next page exists ("more") without counting every job. */
+static json_t *jobs_page(struct svc_db *db, struct svc_job_filter *f,
+			 struct cm_error *e)
+{
+	json_t *out, *arr;
+	int more;
+
+	f->limit++;
+	out = f->sort || f->offset ? svc_db_list_jobs_sorted(db, f, e) :
+	      svc_db_list_jobs(db, f, e);
+	f->limit--;
+	arr = json_object_get(out, "jobs");
+	more = (int)json_array_size(arr) > f->limit;
+	if (more)
+		json_array_remove(arr, json_array_size(arr) - 1);
+	if (out && json_object_set_new(out, "more", json_boolean(more)) < 0) {
+		json_decref(out);
+		return NULL;
+	}
+	return out;
+}
+
 static void list_jobs(const struct svc_api *api,
 		      const struct svc_api_request *rq,
 		      struct svc_api_response *rs)
 {
 	static const char *const known[] = {
-		"user", "app", "since", "until", "limit", NULL,
+		"user", "app", "since", "until", "limit", "offset", "sort",
+		NULL,
 	};
 	struct svc_job_filter f = { 0 };
 	char since[21], until[21];
@@ -236,6 +294,8 @@ static void list_jobs(const struct svc_api *api,
 
 	if (svc_api_query_check(rq, known, rs) < 0 ||
 	    query_limit(rq, &f.limit, rs) ||
+	    query_offset(rq, &f.offset, rs) ||
+	    query_sort(rq, &f, rs) ||
 	    query_time(rq, "since", since, &f.since, rs) < 0 ||
 	    query_time(rq, "until", until, &f.until, rs) < 0)
 		return;
@@ -243,7 +303,7 @@ static void list_jobs(const struct svc_api *api,
 	f.user = svc_api_query_get(rq, "user");
 	f.app = svc_api_query_get(rq, "app");
 	db = svc_db_pool_get(api->pool);
-	out = svc_db_list_jobs(db, &f, &e);
+	out = jobs_page(db, &f, &e);
 	svc_db_pool_put(api->pool, db);
 	if (!out)
 		db_failure(rs, &e);

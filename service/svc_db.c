@@ -92,7 +92,7 @@ static const char SQL_LIST_JOBS[] =
 	" (SELECT MAX(s) FROM (SELECT SUM(q.threads) AS s FROM results q"
 	"  WHERE q.job = f.job AND q.cluster = f.cluster AND" VISIBLE("q")
 	"  GROUP BY q.step)) END AS threads,"
-	" SUM(r.migrations) AS migrations,"
+	" SUM(r.migrations) AS migrations," SVC_DB_JOB_COLUMNS("r") ","
 	" group_concat(r.id) AS result_ids"
 	" FROM firsts f JOIN results r"
 	" ON r.id = f.id OR (f.job IS NOT NULL AND r.job = f.job"
@@ -646,6 +646,12 @@ static json_t *rows_array(struct svc_db *db, sqlite3_stmt *st,
 	return a;
 }
 
+json_t *svc_db_rows(struct svc_db *db, struct sqlite3_stmt *st,
+		    int with_document, struct cm_error *err)
+{
+	return rows_array(db, st, with_document, err);
+}
+
 static json_t *wrap(const char *key, json_t *a)
 {
 	return a ? json_pack("{s:o}", key, a) : NULL;
@@ -796,6 +802,10 @@ json_t *svc_db_job(struct svc_db *db, int64_t job, const char *cluster,
 		return NULL;
 	*status = filter_owner(rows, owner_uid);
 	if (*status != 200) {
+		json_decref(rows);
+		return NULL;
+	}
+	if (with_documents && svc_db_add_history(db, rows, owner_uid, err) < 0) {
 		json_decref(rows);
 		return NULL;
 	}

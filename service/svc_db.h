@@ -72,11 +72,60 @@ struct svc_job_filter {
 	const char *since;	/* started_at >= since */
 	const char *until;	/* started_at < until */
 	int limit;
+	int offset;		/* jobs skipped before the first listed */
+	int sort;		/* SVC_JOB_SORT_*, 0: newest first */
+	int ascending;		/* with sort: smallest first */
 };
 
-/* {"jobs": [...]} newest first. */
+/* The orders of a job listing (?sort=KEY or ?sort=-KEY, descending). */
+enum svc_job_sort {
+	SVC_JOB_SORT_DEFAULT = 0, SVC_JOB_SORT_STARTED, SVC_JOB_SORT_ENDED,
+	SVC_JOB_SORT_JOB, SVC_JOB_SORT_USER, SVC_JOB_SORT_APP,
+	SVC_JOB_SORT_MODE, SVC_JOB_SORT_DURATION, SVC_JOB_SORT_NODES,
+	SVC_JOB_SORT_THREADS, SVC_JOB_SORT_MIGRATIONS, SVC_JOB_SORT_PINS,
+	SVC_JOB_SORT_COUNT
+};
+
+/* Parse "key" or "-key" into f->sort and f->ascending; -1 for an
+ * unknown key. */
+int svc_job_sort_parse(const char *s, struct svc_job_filter *f);
+/* The keys, space-separated, for error messages. */
+extern const char svc_job_sort_keys[];
+
+/* Columns every job listing has besides the stored ones, over the
+ * job's results aliased r: its modes, pins and duration in seconds
+ * (first start to last end). */
+#define SVC_DB_JOB_COLUMNS(r) \
+	" group_concat(DISTINCT " r ".mode) AS mode," \
+	" SUM(json_extract(" r ".document, '$.stats.pins')) AS pins," \
+	" CAST(strftime('%s', MAX(" r ".ended_at)) -" \
+	" strftime('%s', MIN(" r ".started_at)) AS INTEGER) AS duration_s"
+
+/* {"jobs": [...]} newest first (f->sort and f->offset are ignored). */
 json_t *svc_db_list_jobs(struct svc_db *db, const struct svc_job_filter *f,
 			 struct cm_error *err);
+
+/* The same list in f->sort's order from f->offset (svc_db_list.c): it
+ * groups every visible result, where the default order reads only
+ * f->limit jobs. */
+json_t *svc_db_list_jobs_sorted(struct svc_db *db,
+				const struct svc_job_filter *f,
+				struct cm_error *err);
+
+/* Add "earlier_runs" to each row of a job's results (svc_db_list.c):
+ * the jobs of the same application identity (executable hash, or path
+ * without one, ranks and threads) that started before it, visible to
+ * owner_uid, newest first, at most 20: [{"job", "cluster",
+ * "started_at", "duration_s"}]. */
+int svc_db_add_history(struct svc_db *db, json_t *rows, int64_t owner_uid,
+		       struct cm_error *err);
+
+/* {"runs": [...]}: the most recent results (at most 200 looked at) of
+ * the model's executable visible to owner_uid that started from learned
+ * model model_id: job, cluster, step, node, started_at, duration_s. */
+json_t *svc_db_model_runs(struct svc_db *db, int64_t model_id,
+			  const char *executable, int64_t owner_uid,
+			  struct cm_error *err);
 
 /* {"apps": [...]} most recently run first. */
 json_t *svc_db_list_apps(struct svc_db *db, int64_t owner_uid, int limit,
@@ -131,7 +180,13 @@ void svc_db_pool_close(struct svc_db_pool *pool);
  * pool's write lock, committed when it returns 0, rolled back otherwise
  * (its -1, errno and err are passed on). */
 struct sqlite3;
+struct sqlite3_stmt;
 struct sqlite3 *svc_db_conn(struct svc_db *db);
+/* Step st to its end: an array of row objects keyed by column name
+ * ("document" parsed, or left out unless with_document; "result_ids"
+ * as integers); st is reset.  NULL with err on failure. */
+json_t *svc_db_rows(struct svc_db *db, struct sqlite3_stmt *st,
+		    int with_document, struct cm_error *err);
 int svc_db_write_txn(struct svc_db *db,
 		     int (*fn)(struct sqlite3 *conn, void *arg,
 			       struct cm_error *err),

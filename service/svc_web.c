@@ -1,4 +1,6 @@
-/* svc_web.c: the HTML pages.  The list pages ask the JSON API
+/* svc_web.c: the HTML pages: the job list and a job's page here, the
+ * others one per file (svc_web_apps.c, svc_web_models.c,
+ * svc_web_compare.c, svc_web_matrix.c).  The list pages ask the JSON API
  * (svc_api_handle) the question the page is about, as the authenticated
  * caller, so they enforce exactly the API's authorization and parameter
  * rules; job and result pages read the database with the API's
@@ -16,6 +18,7 @@
 #include "svc_log.h"
 #include "svc_models.h"
 #include "svc_web.h"
+#include "svc_web_internal.h"
 
 static const char HTML_TYPE[] = "text/html; charset=utf-8";
 
@@ -24,7 +27,10 @@ int svc_web_is_page(const char *p)
 	return strcmp(p, "/") == 0 || strcmp(p, "/jobs") == 0 ||
 	       (strncmp(p, "/jobs/", 6) == 0 && p[6]) ||
 	       (strncmp(p, "/results/", 9) == 0 && p[9]) ||
-	       (strncmp(p, "/apps/", 6) == 0 && p[6]);
+	       strcmp(p, "/apps") == 0 || strcmp(p, "/models") == 0 ||
+	       (strncmp(p, "/apps/", 6) == 0 && p[6]) ||
+	       (strncmp(p, "/models/", 8) == 0 && p[8]) ||
+	       strcmp(p, "/compare") == 0;
 }
 
 void *svc_web_start(void)
@@ -41,14 +47,7 @@ void svc_web_stop(void *keep)
 	cm_topo_free(keep);
 }
 
-/* A page rendered into memory. */
-struct page {
-	FILE *f;
-	char *buf;
-	size_t len;
-};
-
-static int page_open(struct page *pg)
+int svc_web_page_open(struct svc_web_page *pg)
 {
 	pg->buf = NULL;
 	pg->len = 0;
@@ -57,7 +56,7 @@ static int page_open(struct page *pg)
 }
 
 /* Close the page and send it, or a 500 if rendering failed. */
-static void page_send(struct page *pg, int rc, const struct cm_error *e,
+void svc_web_page_send(struct svc_web_page *pg, int rc, const struct cm_error *e,
 		      struct svc_api_response *rs)
 {
 	if (fclose(pg->f) != 0)
@@ -79,7 +78,7 @@ void svc_web_error(struct svc_api_response *rs, unsigned status,
 		   const char *fmt, ...)
 {
 	char text[512];
-	struct page pg;
+	struct svc_web_page pg;
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -87,7 +86,7 @@ void svc_web_error(struct svc_api_response *rs, unsigned status,
 	va_end(ap);
 	rs->status = status;
 	rs->content_type = HTML_TYPE;
-	if (page_open(&pg) < 0) {
+	if (svc_web_page_open(&pg) < 0) {
 		rs->body = strdup("error\n");
 		rs->body_len = rs->body ? 6 : 0;
 		return;
@@ -104,7 +103,7 @@ void svc_web_error(struct svc_api_response *rs, unsigned status,
 
 /* Ask the API for path with query as the caller.  NULL (rs filled with an
  * error page carrying the API's status and message) unless 200. */
-static json_t *api_get(const struct svc_api *api,
+json_t *svc_web_api_get(const struct svc_api *api,
 		       const struct svc_api_request *rq, const char *path,
 		       const json_t *query, struct svc_api_response *rs)
 {
@@ -134,7 +133,7 @@ static json_t *api_get(const struct svc_api *api,
 
 /* The query without empty values: an HTML form sends every field, and
  * an empty filter means "any". */
-static json_t *query_nonempty(const json_t *q)
+json_t *svc_web_query_nonempty(const json_t *q)
 {
 	json_t *out = json_object(), *v;
 	const char *key;
@@ -145,7 +144,7 @@ static json_t *query_nonempty(const json_t *q)
 	return out;
 }
 
-static void opts_for(const struct svc_api_request *rq,
+void svc_web_opts_for(const struct svc_api_request *rq,
 		     struct cm_render_opts *o, char *footer, size_t n)
 {
 	memset(o, 0, sizeof(*o));
@@ -162,16 +161,16 @@ static void page_jobs(const struct svc_api *api,
 {
 	struct cm_render_opts o;
 	struct cm_error e = { "" };
-	json_t *q = query_nonempty(rq->query), *jobs;
-	struct page pg;
+	json_t *q = svc_web_query_nonempty(rq->query), *jobs;
+	struct svc_web_page pg;
 	char footer[128];
 	int rc;
 
-	jobs = api_get(api, rq, "/v1/jobs", q, rs);
-	if (jobs && page_open(&pg) == 0) {
-		opts_for(rq, &o, footer, sizeof(footer));
+	jobs = svc_web_api_get(api, rq, "/v1/jobs", q, rs);
+	if (jobs && svc_web_page_open(&pg) == 0) {
+		svc_web_opts_for(rq, &o, footer, sizeof(footer));
 		rc = cm_render_jobs_html(pg.f, jobs, q, &o, &e);
-		page_send(&pg, rc, &e, rs);
+		svc_web_page_send(&pg, rc, &e, rs);
 	} else if (jobs) {
 		svc_web_error(rs, 500, "out of memory");
 	}
@@ -184,7 +183,7 @@ static void page_jobs(const struct svc_api *api,
  * (admins all, others their own), without serialising the documents to
  * JSON text and parsing them again, which would double the page's cost
  * for large results.  NULL with rs filled on any failure. */
-static json_t *load_job(const struct svc_api *api,
+json_t *svc_web_load_job(const struct svc_api *api,
 			const struct svc_api_request *rq, int is_job,
 			const char *arg, struct svc_api_response *rs)
 {
@@ -235,90 +234,19 @@ static void page_job(const struct svc_api *api,
 	struct cm_render_opts o;
 	struct cm_error e = { "" };
 	json_t *doc;
-	struct page pg;
+	struct svc_web_page pg;
 	char footer[128];
 	int rc;
 
-	doc = load_job(api, rq, is_job, arg, rs);
-	if (doc && page_open(&pg) == 0) {
-		opts_for(rq, &o, footer, sizeof(footer));
+	doc = svc_web_load_job(api, rq, is_job, arg, rs);
+	if (doc && svc_web_page_open(&pg) == 0) {
+		svc_web_opts_for(rq, &o, footer, sizeof(footer));
 		rc = cm_render_job_html(pg.f, doc, &o, &e);
-		page_send(&pg, rc, &e, rs);
+		svc_web_page_send(&pg, rc, &e, rs);
 	} else if (doc) {
 		svc_web_error(rs, 500, "out of memory");
 	}
 	json_decref(doc);
-}
-
-/* This application's entry in the caller's /v1/apps, or NULL. */
-static json_t *app_info(const json_t *apps, const char *app)
-{
-	const json_t *arr = json_object_get(apps, "apps");
-	size_t i;
-
-	for (i = 0; i < json_array_size(arr); i++) {
-		json_t *a = json_array_get(arr, i);
-
-		if (strcmp(json_string_value(json_object_get(a, "app")) ?
-			   json_string_value(json_object_get(a, "app")) : "",
-			   app) == 0)
-			return a;
-	}
-	return NULL;
-}
-
-/* The application's learned models visible to the caller (the rule of
- * GET /v1/models: admins all, others their own), whole documents; NULL
- * (logged) if the store fails: the page is still worth showing. */
-static json_t *app_models(const struct svc_api *api,
-			  const struct svc_api_request *rq, const char *app)
-{
-	const struct svc_caller *c = rq->caller;
-	struct cm_error e = { "" };
-	struct svc_db *db = svc_db_pool_get(api->pool);
-	json_t *out = svc_models_list(db, c->is_admin ? -1 : (int64_t)c->uid,
-				      app, 20, 1, &e);
-
-	svc_db_pool_put(api->pool, db);
-	if (!out)
-		svc_log(SVC_LOG_ERROR, "%s", e.text);
-	return out;
-}
-
-static void page_app(const struct svc_api *api,
-		     const struct svc_api_request *rq, const char *app,
-		     struct svc_api_response *rs)
-{
-	struct cm_render_opts o;
-	struct cm_error e = { "" };
-	json_t *q = query_nonempty(rq->query), *aq, *jobs = NULL, *apps;
-	json_t *models = NULL;
-	struct page pg;
-	char footer[128];
-	int rc;
-
-	json_object_set_new(q, "app", json_string(app));
-	aq = json_pack("{s:s}", "limit", "1000");
-	apps = api_get(api, rq, "/v1/apps", aq, rs);
-	if (apps)
-		jobs = api_get(api, rq, "/v1/jobs", q, rs);
-	if (jobs && json_array_size(json_object_get(jobs, "jobs")) == 0) {
-		svc_web_error(rs, 404, "%s: no runs of this application are "
-			      "visible to you", app);
-	} else if (jobs && page_open(&pg) == 0) {
-		opts_for(rq, &o, footer, sizeof(footer));
-		models = app_models(api, rq, app);
-		rc = cm_render_app_models_html(pg.f, app, app_info(apps, app),
-					       jobs, models, &o, &e);
-		page_send(&pg, rc, &e, rs);
-	} else if (jobs) {
-		svc_web_error(rs, 500, "out of memory");
-	}
-	json_decref(models);
-	json_decref(jobs);
-	json_decref(apps);
-	json_decref(aq);
-	json_decref(q);
 }
 
 void svc_web_handle(const struct svc_api *api,
@@ -336,10 +264,18 @@ void svc_web_handle(const struct svc_api *api,
 		page_jobs(api, rq, rs);
 	} else if (strncmp(p, "/jobs/", 6) == 0) {
 		page_job(api, rq, 1, p + 6, rs);
+	} else if (strncmp(p, "/results/", 9) == 0 &&
+		   svc_web_matrix_path(p + 9)) {
+		svc_web_matrix(api, rq, p + 9, rs);
 	} else if (strncmp(p, "/results/", 9) == 0) {
 		page_job(api, rq, 0, p + 9, rs);
-	} else if (strncmp(p, "/apps/", 6) == 0) {
-		page_app(api, rq, p + 6, rs);
+	} else if (strcmp(p, "/apps") == 0 || strncmp(p, "/apps/", 6) == 0) {
+		svc_web_page_apps(api, rq, p[5] ? p + 6 : NULL, rs);
+	} else if (strcmp(p, "/models") == 0 ||
+		   strncmp(p, "/models/", 8) == 0) {
+		svc_web_page_models(api, rq, p[7] ? p + 8 : NULL, rs);
+	} else if (strcmp(p, "/compare") == 0) {
+		svc_web_page_compare(api, rq, rs);
 	} else {
 		svc_web_error(rs, 404, "%.200s: no such page", p);
 	}

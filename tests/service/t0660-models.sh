@@ -240,7 +240,7 @@ ok "  and not B's model" sh -c '[ "$(grep -o "id=\"model-heatmap-[0-9]*\"" "$1" 
 req $C GET /apps/pairs
 ok "the admin's application page shows both users' models" sh -c '[ "$(printf "%s" "$1" | grep -o "id=\"model-heatmap-[0-9]*\"" | sort -u | wc -l)" -eq 2 ]' _ "$body"
 req $A GET /jobs/6002
-ok "the job page says whether a model was used" grep -q "started from model 1 (1 run), distance 0.200" "$T/body"
+ok "the job page says whether a model was used" grep -q "started from <a href=\"/models/1\">model 1</a> (1 run), distance 0.200" "$T/body"
 
 run runuser -u $A -- env COMMAP_SERVICE="$url" COMMAP_CONFIG= NO_COLOR= \
 	"$commap" apps

@@ -68,7 +68,8 @@ static int store(struct svc_db *db, json_t *doc, const char *upload_id,
 static size_t count_jobs(struct svc_db *db, int64_t owner, const char *user,
 			 const char *app, const char *since)
 {
-	struct svc_job_filter f = { owner, user, app, since, NULL, 100 };
+	struct svc_job_filter f = { owner, user, app, since, NULL, 100,
+				    0, 0, 0 };
 	json_t *o = svc_db_list_jobs(db, &f, NULL);
 	size_t n = json_array_size(json_object_get(o, "jobs"));
 
@@ -195,7 +196,8 @@ static void test_raw_documents(struct svc_db *db)
 static json_t *list(struct svc_db *db, int64_t owner, int limit)
 {
 	static json_t *last;
-	struct svc_job_filter f = { owner, NULL, NULL, NULL, NULL, limit };
+	struct svc_job_filter f = { owner, NULL, NULL, NULL, NULL, limit,
+				    0, 0, 0 };
 
 	json_decref(last);
 	last = db ? svc_db_list_jobs(db, &f, NULL) : NULL;
