@@ -1,6 +1,8 @@
 /* cmd_check.c: 'commap check', what this node and the service allow
  * commap to do (docs/cli.md).
  *
+ * The Slurm part reads plugstack.conf and tries the plugin, its agent and
+ * its spool (check_plugin.c).
  * The node part is the agent's own probe (commap-agent --check: topology,
  * decoder, sampling backends, kernel knobs), run as the calling user, so
  * an admin sees what root's agents can do and a user what 'commap run'
@@ -21,20 +23,31 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "plugstack.h"
 #include "remote.h"
 
 extern char **environ;
 
 void cmd_check_help(FILE *f)
 {
-	fputs("usage: commap check [--service URL | --no-service]\n\n"
+	fputs("usage: commap check [--service URL | --no-service]\n"
+	      "                    [--plugstack FILE | --no-plugin]\n\n"
 	      "Check what commap can do here: the node agent's probes (topology,\n"
-	      "instruction decoder, sampling backends, kernel settings) and the\n"
+	      "instruction decoder, sampling backends, kernel settings), Slurm's\n"
+	      "plugstack.conf (names the plugin with settings it accepts; the\n"
+	      "plugin loads; its agent and spool are fit for root) and the\n"
 	      "service (reachable, accepts your munge credential).  Exit 0 when\n"
-	      "the agent can sample and the service answers, else 1.\n\n"
-	      "  --service URL   the service to check (default: as 'commap "
+	      "all of them work, else 1.\n\n"
+	      "  --service URL     the service to check (default: as 'commap "
 	      "jobs')\n"
-	      "  --no-service    check the node only\n", f);
+	      "  --no-service      do not check the service\n"
+	      "  --plugstack FILE  the plugstack.conf to check (default: "
+	      "slurm.conf's\n"
+	      "                    PlugStackConfig, or plugstack.conf beside "
+	      "it;\n"
+	      "                    $SLURM_CONF or /etc/slurm/slurm.conf)\n"
+	      "  --no-plugin       do not check the Slurm plugin ('commap run' "
+	      "only)\n", f);
 }
 
 /* commap-agent --check, its output passed through; its exit status. */
@@ -115,11 +128,13 @@ int cmd_check(int argc, char *argv[])
 	static const struct option opts[] = {
 		{ "service", required_argument, NULL, 's' },
 		{ "no-service", no_argument, NULL, 'n' },
+		{ "plugstack", required_argument, NULL, 'p' },
+		{ "no-plugin", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *service = NULL;
-	int c, no_service = 0, node, svc = 0;
+	const char *service = NULL, *plugstack = NULL;
+	int c, no_service = 0, no_plugin = 0, node, plug = 0, svc = 0;
 
 	opterr = 0;
 	optind = 1;
@@ -130,6 +145,12 @@ int cmd_check(int argc, char *argv[])
 			break;
 		case 'n':
 			no_service = 1;
+			break;
+		case 'p':
+			plugstack = optarg;
+			break;
+		case 'P':
+			no_plugin = 1;
 			break;
 		case 'h':
 			cmd_check_help(stdout);
@@ -143,8 +164,13 @@ int cmd_check(int argc, char *argv[])
 	if (service && no_service)
 		return cli_usage_error("check", "--service and --no-service "
 				       "exclude each other");
+	if (plugstack && no_plugin)
+		return cli_usage_error("check", "--plugstack and --no-plugin "
+				       "exclude each other");
 	node = check_node();
+	if (!no_plugin)
+		plug = check_plugin(plugstack);
 	if (!no_service)
 		svc = check_service(service);
-	return node || svc ? CLI_EXIT_RUNTIME : CLI_EXIT_OK;
+	return node || plug || svc ? CLI_EXIT_RUNTIME : CLI_EXIT_OK;
 }

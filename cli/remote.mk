@@ -4,6 +4,10 @@
 # and exit 1.  --format svg|html use the report library (report/render.h).
 cli_commap_SOURCES += cli/cmd_remote.c cli/remote.h cli/remote_http.c \
 	cli/remote_text.c cli/remote_time.c cli/cmd_check.c
+# commap check's Slurm part reads the plugin's settings with its own parser.
+cli_commap_SOURCES += cli/check_plugin.c cli/plugstack.h cli/plugstack.c \
+	spank/spank_config.h spank/spank_config.c
+cli_commap_CFLAGS += -I$(top_srcdir)/spank $(SPANK_DEFS)
 cli_commap_CFLAGS += -DCOMMAP_SYSCONFDIR='"$(sysconfdir)"' \
 	-DCOMMAP_DOCDIR='"$(docdir)"'
 if HAVE_CURL
@@ -25,3 +29,20 @@ endif
 # SVG and HTML reports, and the what-happened lines (the report library).
 cli_commap_CFLAGS += $(REPORT_CPPFLAGS) -DCLI_HAVE_RENDER
 cli_commap_LDADD += report/librender.la lib/libcommap.la $(JANSSON_LIBS) -lm
+
+# commap check's readers of plugstack.conf and slurm.conf: a unit test and
+# a fuzz target (seeds in tests/fuzz/corpus/plugstack/).
+check_PROGRAMS += tests/unit/test_plugstack.t tests/fuzz/fuzz_plugstack.t
+TESTS += tests/unit/test_plugstack.t tests/fuzz/fuzz_plugstack.t \
+	tests/integration/t0190-check-plugin.sh
+EXTRA_DIST += tests/integration/t0190-check-plugin.sh
+tests_unit_test_plugstack_t_SOURCES = tests/unit/test_plugstack.c \
+	cli/plugstack.c
+tests_unit_test_plugstack_t_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/cli
+tests_unit_test_plugstack_t_LDADD = $(UNIT_LDADD)
+tests_fuzz_fuzz_plugstack_t_SOURCES = tests/fuzz/fuzz_plugstack.c \
+	tests/fuzz/standalone_driver.c cli/plugstack.c
+tests_fuzz_fuzz_plugstack_t_CPPFLAGS = $(AM_CPPFLAGS) \
+	-I$(top_srcdir)/cli -DFUZZ_TARGET='"plugstack"'
+tests_fuzz_fuzz_plugstack_t_CFLAGS = $(FUZZ_SMALL_CFLAGS)
+tests_fuzz_fuzz_plugstack_t_LDADD = lib/libcommap.la

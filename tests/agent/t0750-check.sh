@@ -17,8 +17,8 @@ ok "  the hw backend is reported either way, with its reason" \
 ok "  the kernel knobs are read" grep -Eq "^  info +numa balancing +kernel.numa_balancing = [0-9]" "$T/out"
 ok "  and the verdict names the backend" grep -Eq "^the agent can detect and place here \(backend (sample|hw)\)$" "$T/out"
 
-run "$commap" check --no-service
-is "commap check --no-service: exit 0" "$status" 0
+run "$commap" check --no-service --no-plugin
+is "commap check --no-service --no-plugin: exit 0" "$status" 0
 ok "  shows the agent's probes" grep -Eq "^  ok +sample backend " "$T/out"
 
 run env COMMAP_AGENT="$T/no-agent" "$commap" check --no-service
