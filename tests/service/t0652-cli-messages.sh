@@ -3,7 +3,8 @@
 # user hoped for (docs/cli.md, "Messages"): another web server at
 # --service is named as such with its status, never its page; a listing
 # of another user's jobs that the caller may not see says so instead of
-# "(no jobs)"; forgetting another user's model speaks of models.  The real
+# "(no jobs)"; forgetting another user's model speaks of models; another
+# command's option is named as typed.  The real
 # service with real munge credentials of real users; python's http.server
 # as the other web server.
 . "$top_srcdir/tests/integration/tap.sh"
@@ -28,6 +29,18 @@ has() {	# has WHAT TEXT NEEDLE: grep -F
 lacks() {
 	ok "$1" sh -c '! printf "%s" "$1" | grep -qF -- "$2"' _ "$2" "$3"
 }
+
+# Another command's option is named as typed, not by its value.
+run "$commap" apps --user x
+is "apps --user x: usage error" "$status" 2
+has "  names the option and the command" "$err" "--user is not an option of 'commap apps'"
+lacks "  not its value as an unknown option" "$err" "unknown option 'x'"
+run "$commap" apps forget 3 --format json
+is "apps forget --format: usage error" "$status" 2
+has "  'commap apps forget', explained by 'commap help apps'" "$err" \
+	"--format is not an option of 'commap apps forget'; see 'commap help apps'"
+run "$commap" apps forget 3 4
+has "apps forget with two ids: the help that exists" "$err" "see 'commap help apps'"
 
 # Another web server: a page whose text must never reach the terminal.
 mkdir -p "$T/www/v1"
