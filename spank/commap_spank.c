@@ -232,6 +232,20 @@ static void watch_agent(void)
 #endif
 }
 
+/* This node's name for file names, as the agent names the node in its
+ * result (the host name): nodes that share one spool keep their logs
+ * apart.  Anything but [A-Za-z0-9._-] becomes '_'. */
+static void node_name(char *buf, size_t len)
+{
+	if (gethostname(buf, len - 1) < 0 || !buf[0])
+		snprintf(buf, len, "node");
+	buf[len - 1] = '\0';
+	for (char *c = buf; *c; c++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			    "0123456789._-", *c))
+			*c = '_';
+}
+
 /* Start the agent once per step; on failure say why once (slurmd's log)
  * and go on. */
 static void launch_agent(spank_t sp)
@@ -239,7 +253,7 @@ static void launch_agent(spank_t sp)
 	const struct cm_spank_mode_value *mode = effective_mode();
 	static char groups[CM_SPANK_GROUPS_MAX], cwd[PATH_MAX], cluster[64];
 	char job[16], step[16], uid_s[16], gid_s[16], stepd[16];
-	char log[PATH_MAX + 64], why[128];
+	char log[PATH_MAX + 128], why[128], node[65];
 	char *argv[40];
 	int ac = 0, spool_good;
 	uid_t uid = 0;
@@ -295,8 +309,9 @@ static void launch_agent(spank_t sp)
 	}
 	argv[ac++] = "--tasks-from-stdin";
 	argv[ac] = NULL;
-	snprintf(log, sizeof(log), "%s/agent-%s.%s.log", ctx.cfg.spool, job,
-		 step);
+	node_name(node, sizeof(node));
+	snprintf(log, sizeof(log), "%s/agent-%s.%s.%s.log", ctx.cfg.spool,
+		 job, step, node);
 	if (cm_agent_launch(argv, spool_good ? log : NULL, &ctx.agent,
 			    &err) < 0) {
 		slurm_info("commap: %s; step %s.%s runs without commap",

@@ -59,7 +59,7 @@ timeout 60 srun --commap=off -n1 "${job_wrap[@]}" "$E2E_DIR/job3" \
 ok $? "--commap=off with default=dynamic exits 0"
 job=$(cat "$E2E_DIR/job3" 2>/dev/null)
 sleep 0.5
-[ -n "$job" ] && [ ! -e "$spool/agent-$job.0.log" ] &&
+[ -n "$job" ] && [ ! -e "$spool/agent-$job.0.$(hostname).log" ] &&
 	! find_result "$job" 0 >/dev/null
 ok $? "--commap=off: no agent started for job $job"
 

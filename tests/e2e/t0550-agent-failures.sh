@@ -61,7 +61,7 @@ ok $? "the spooled result is complete (a mapping)"
 echo "$out" | grep -q commap
 [ $? -ne 0 ]
 ok $? "the user sees no commap line for a service problem"
-log=$spool/agent-$job.0.log
+log=$spool/agent-$job.0.$(hostname).log
 grep -q "spool" "$log" 2>/dev/null
 rc=$?
 ok $rc "the agent's log says the result was spooled"

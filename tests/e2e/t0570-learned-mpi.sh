@@ -46,7 +46,7 @@ wait_for svc_port
 ok $? "the service runs (port $port)"
 url=http://127.0.0.1:$port
 # E2E_AGENT_VERBOSE=1: the agent logs every scan's pins (-v -v) into
-# $spool/agent-JOB.0.log (with E2E_KEEP=1 to read them afterwards).
+# $spool/agent-JOB.0.NODE.log (with E2E_KEEP=1 to read them afterwards).
 if [ -n "${E2E_AGENT_VERBOSE:-}" ]; then
 	printf '#!/bin/sh\nexec %s -v -v "$@"\n' "$plug_agent" >"$E2E_DIR/agent-v"
 	chmod 755 "$E2E_DIR/agent-v"
@@ -148,7 +148,7 @@ run_job() {
 	job=$(cat "$E2E_DIR/job" 2>/dev/null)
 	service_result "$job" "$res"
 	ok $? "$name: the agent uploaded the result of job $job"
-	log=$spool/agent-$job.0.log
+	log=$spool/agent-$job.0.$(hostname).log
 }
 
 # py EXPR: a Python expression over the result d (exit status).

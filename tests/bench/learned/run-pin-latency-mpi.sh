@@ -38,13 +38,13 @@ for r in $(seq "$reps"); do
 	fails=$(printf '%s\n' "$out" | grep -c '^not ok' || true)
 	for name in mpi-learned hyb-learned; do
 		python3 - "$dir" "$name" "$r" "$load" "$fails" <<'PY'
-import glob, json, re, sys
+import glob, json, re, socket, sys
 d, name, rep, load, fails = sys.argv[1:]
 res = json.load(open(f"{d}/{name}.result.json"))
 p = res["stats"]["pin_latency_ms"]
 job = json.load(open(f"{d}/{name}.result.json.job"))["job"]
 ages, tmodel = [], "-"
-for line in open(f"{d}/spool/agent-{job}.0.log"):
+for line in open(f"{d}/spool/agent-{job}.0.{socket.gethostname()}.log"):
     m = re.search(r"created (\d+) ms ago", line)
     if m:
         ages.append(m.group(1))
