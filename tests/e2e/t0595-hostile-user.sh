@@ -125,7 +125,7 @@ res=$(result_for "$job" 0)
 ok $? "huge weights: the agent ended by itself, with its result"
 warnings "$res" 2>/dev/null | grep -q "above the limit"
 ok $? "huge weights: the warning says a weight is above the limit"
-! grep -q watchdog "$spool/agent-$job.0.log" 2>/dev/null
+! grep -q watchdog "$spool/agent-$job.0.$(hostname).log" 2>/dev/null
 ok $? "huge weights: the watchdog did not have to end the agent"
 e2e_plugstack "default=off agent=$plug_agent spool=$spool"
 
