@@ -7,9 +7,10 @@
 #                (cluster.sh exec -- srun ...) run here
 #   NODE netns   eth0 (a veth into br0) with 10.200.0.(10+I)/24; slurmd
 #                -N NAME in a UTS namespace whose hostname is NAME
-# Namespace names carry the controller's port, so a test cluster runs
-# beside the demo one; the subnet is the same in both (each is private to
-# its own namespaces).  $dir/run/netns lists what to remove on stop.
+# Namespace names carry a checksum of the state directory, so a test
+# cluster runs beside the demo one (and beside another test's); the
+# subnet is the same in all (each is private to its own namespaces).
+# $dir/run/netns lists what to remove on stop.
 #
 # Why namespaces and not several slurmd on 127.0.0.1: Open MPI's
 # shared-memory transport names its segments after the host name, so
@@ -20,7 +21,7 @@
 
 nodes_prefix=${COMMAP_NODE_PREFIX:-node}
 nodes_net=10.200.0
-nodes_tag=cm${COMMAP_SLURMCTLD_PORT:-6817}
+nodes_tag=cm$(printf %s "$dir" | cksum | cut -d' ' -f1)
 nodes_head=$nodes_tag-head
 
 nodes_name() { echo "$nodes_prefix$1"; }		# nodes_name I

@@ -117,3 +117,8 @@ wait_for() {
 	for _ in $(seq 300); do "$@" && return 0; sleep 0.1; done
 	return 1
 }
+
+# in_cluster CMD...: CMD as a client of the test cluster (srun, squeue,
+# scontrol; with E2E_CLUSTER_OPTS="--nodes N", in the cluster's head
+# network namespace: deploy/cluster/cluster.sh exec).
+in_cluster() { bash "$top_srcdir/deploy/cluster/cluster.sh" exec -- "$@"; }
