@@ -3,34 +3,41 @@
 # applications"): each is installed from Debian, run twice under
 # `commap run` (a dry run on a synthetic 16-PU machine: nothing pinned, so
 # detection alone is measured), recorded and replayed; prints, per run, the
-# cosine of the rank matrix with the pattern the application's
-# decomposition implies (written down below from its documentation), for
-# the live result and its replay, and the Pearson r of the two runs' rank
-# matrices (repeatability).
+# cosine of the unit matrix (MPI ranks, or thread-MPI ranks) with the
+# pattern the application's decomposition implies (written down in each
+# application's file, from its documentation or log), the neighbour/far
+# ratio, where the decoded samples landed, and the Pearson r of the two
+# runs' matrices (repeatability).
 #
-#   bash tests/bench/apps/run-apps.sh [--builddir DIR] [--steps N] [--keep DIR]
+#   bash tests/bench/apps/run-apps.sh [--builddir DIR] [--keep DIR]
+#        [--period-us N] [--app NAME]... [--steps N]
 #
-# LAMMPS (Debian's `lammps`: the MPI build, Open MPI; Debian builds it
-# without the OPENMP package, so no /omp styles): its "melt" example on a
-# fixed 2 x 2 x 2 processor grid (in.lj-grid), 8 ranks.  Expected: each
-# rank with its 3 grid neighbours (ranks differing in one coordinate; the
-# same for LAMMPS's x-fastest and MPI_Cart's z-fastest orders on 2 x 2 x 2).
-# Run as root: apt-get, and the agent's message-passing tracer (CMA)
-# needs it.
+# NAME: lammps (lammps.sh), gromacs-tmpi, gromacs-mpi, gromacs-omp
+# (gromacs.sh), hpcc (hpcc.sh); default: all.  --period-us N runs the
+# agent at a fixed sampling period instead of its default budget.
+# --steps N: LAMMPS's steps (default 400).  Run as root: apt-get, and the
+# agent's message-passing tracer (CMA) needs it.  A missing package is
+# installed, with a message saying so.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../../.." && pwd)
 here="$top/tests/bench/apps"
 b="$top/build"
 steps=400
 keep=
+period=
+apps=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--builddir) b=$(cd "$2" && pwd); shift 2 ;;
 	--steps) steps=$2; shift 2 ;;
 	--keep) keep=$2; shift 2 ;;
+	--period-us) period=$2; shift 2 ;;
+	--app) apps+=("$2"); shift 2 ;;
 	*) echo "run-apps.sh: unknown option '$1'" >&2; exit 2 ;;
 	esac
 done
+[ ${#apps[@]} -gt 0 ] ||
+	apps=(lammps gromacs-tmpi gromacs-mpi gromacs-omp hpcc)
 if [ -n "$keep" ]; then
 	mkdir -p "$keep"
 	T=$(cd "$keep" && pwd)
@@ -39,71 +46,67 @@ else
 	trap 'rm -rf "$T"' EXIT
 fi
 export COMMAP_AGENT="$b/nodeagent/commap-agent"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 commap="$b/cli/commap"
-rm_="$top/tests/workloads/rank-matrix"
+fig="$here/apps-figures"
+topo="pack:2 core:4 pu:2"
 
-if ! command -v lmp >/dev/null; then
-	[ "$(id -u)" -eq 0 ] || { echo "run-apps.sh: lmp missing (apt-get install lammps, as root)" >&2; exit 2; }
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q lammps >"$T/apt.log"
-fi
-
-# The cube's edges over 8 ranks, as a commap-matrix.
-python3 - "$T/lammps.truth" <<'PY'
-import json, sys
-e = [[i, j, 1.0] for i in range(8) for j in range(i + 1, 8)
-     if bin(i ^ j).count("1") == 1]
-json.dump({"format": "commap-matrix", "version": 1, "threads": 8,
-           "edges": e}, open(sys.argv[1], "w"))
-PY
-
-# lammps_run K: one run under the agent, recorded and replayed.
-lammps_run() {
-	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-	"$commap" run --quiet --topology "pack:2 core:4 pu:2" \
-		--record "$T/lammps$1.rec" --output "$T/lammps$1.json" -- \
-		mpirun --oversubscribe --bind-to none -np 8 lmp \
-		-in "$here/in.lj-grid" -var steps "$steps" -log none \
-		-screen none >"$T/lammps$1.out" 2>&1
-	"$commap" replay "$T/lammps$1.rec" >"$T/lammps$1.r.json"
+# need_pkg CMD PACKAGE: install PACKAGE when CMD is missing.
+need_pkg() {
+	command -v "$1" >/dev/null && return 0
+	[ "$(id -u)" -eq 0 ] || {
+		echo "run-apps.sh: $1 missing (apt-get install $2, as root)" >&2
+		exit 2
+	}
+	echo "run-apps.sh: installing Debian's $2 for $1" >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$2" \
+		>>"$T/apt.log"
 }
 
-# Pearson r of two results' rank matrices (the pairs of ranks 0..7).
-pearson() {
-	python3 - "$@" <<'PY'
-import json, math, sys
-def ranks(path):
-    r = json.load(open(path))
-    th = r["threads"]
-    w = {}
-    for i, j, x in r["edges"]:
-        a, b = th[i]["rank"], th[j]["rank"]
-        if a != b and a >= 0 and b >= 0:
-            k = (min(a, b), max(a, b))
-            w[k] = w.get(k, 0) + x
-    return [w.get((i, j), 0) for i in range(8) for j in range(i + 1, 8)]
-x, y = ranks(sys.argv[1]), ranks(sys.argv[2])
-mx, my = sum(x) / len(x), sum(y) / len(y)
-sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
-sx = math.sqrt(sum((a - mx) ** 2 for a in x))
-sy = math.sqrt(sum((b - my) ** 2 for b in y))
-print(f"{sxy / (sx * sy):.4f}" if sx and sy else "-")
-PY
+# under_agent NAME K DIR CMD...: run CMD in DIR under `commap run`,
+# recorded; the wall time goes to $T/NAME$K.wall.
+under_agent() {
+	local name=$1 k=$2 dir=$3 t0
+	shift 3
+	t0=$(date +%s.%N)
+	(cd "$dir" && "$commap" run --quiet --topology "$topo" \
+		${period:+--period-us "$period"} \
+		--record "$T/$name$k.rec" --output "$T/$name$k.json" -- "$@" \
+		>"$T/$name$k.out" 2>&1)
+	echo "$(date +%s.%N) - $t0" | bc >"$T/$name$k.wall"
 }
 
-figures() {
-	"$rm_" cosine --truth "$T/lammps.truth" "$1" 2>/dev/null |
-		sed -n 's/^cosine=\([0-9.]*\).* weight=\([0-9.]*\).*/\1 \2/p'
+# report NAME LABEL UNITS [ALT]: one table row per run, then the
+# repeatability line; ALT: a second pattern's file, its cosine too.
+report() {
+	local name=$1 label=$2 units=$3 alt=${4:-} k kv
+	for k in 1 2; do
+		"$commap" replay "$T/$name$k.rec" >"$T/$name$k.r.json"
+		kv=$("$fig" row --truth "$T/$name.truth" ${alt:+--alt "$alt"} \
+			--units "$units" \
+			"$T/$name$k.json" "$T/$name$k.rec")
+		local cr
+		cr=$("$fig" row --truth "$T/$name.truth" --units "$units" \
+			"$T/$name$k.r.json" | sed -n 's/.* cosine=\([0-9.]*\).*/\1/p')
+		echo "| $label | $k | $(cat "$T/$name$k.wall" | xargs printf '%.1f') | $kv | replay cosine=$cr |"
+	done
+	echo "| $label | r | Pearson r live $("$fig" pearson --units "$units" \
+		"$T/${name}1.json" "$T/${name}2.json"), replayed $("$fig" \
+		pearson --units "$units" "$T/${name}1.r.json" "$T/${name}2.r.json") |"
 }
 
-echo "| application | run | samples | decoded | weight between ranks | cosine (live) | cosine (replay) |"
-echo "|---|---|---|---|---|---|---|"
-for k in 1 2; do
-	lammps_run "$k"
-	read -r c w < <(figures "$T/lammps$k.json") || true
-	read -r cr _ < <(figures "$T/lammps$k.r.json") || true
-	read -r s d < <(python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['stats']; print(s['samples'], s['decoded'])" "$T/lammps$k.json")
-	echo "| LAMMPS melt, 8 ranks, 2x2x2, $steps steps | $k | $s | $d | ${w:-0} | ${c:--} | ${cr:--} |"
+. "$here/lammps.sh"
+. "$here/gromacs.sh"
+. "$here/hpcc.sh"
+
+echo "# $(date -u +%FT%TZ) $(git -C "$top" log -1 --format=%h) period=${period:-default} load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "| application | run | wall s | figures | |"
+echo "|---|---|---|---|---|"
+for app in "${apps[@]}"; do
+	case $app in
+	lammps) lammps_bench ;;
+	gromacs-tmpi|gromacs-mpi|gromacs-omp) gromacs_bench "${app#gromacs-}" ;;
+	hpcc) hpcc_bench ;;
+	*) echo "run-apps.sh: unknown application '$app'" >&2; exit 2 ;;
+	esac
 done
-echo
-echo "repeat-to-repeat Pearson r (rank matrices, live): $(pearson "$T/lammps1.json" "$T/lammps2.json")"
-echo "repeat-to-repeat Pearson r (replayed): $(pearson "$T/lammps1.r.json" "$T/lammps2.r.json")"
