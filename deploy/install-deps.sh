@@ -27,6 +27,8 @@ packages=(
 	# the report page is loaded in headless Chromium; the manual pages are
 	# checked with groff
 	python3 clang libclang-rt-14-dev chromium groff-base
+	# Debian packages of commap (debian/, deploy/packages/try-packages.sh)
+	debhelper lintian
 )
 
 if [ "$(id -u)" -ne 0 ]; then
