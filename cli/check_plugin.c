@@ -379,17 +379,34 @@ static int check_spool(const char *spool)
 	return 0;
 }
 
-int check_plugin(const char *given)
+/* The plugin's line was found: its plugin, settings, agent and spool. */
+static int check_found(struct plug_found *pf)
 {
-	static struct plug_found pf;
 	struct cm_spank_config cfg;
-	char conf[PATH_MAX], so[PATH_MAX];
+	char so[PATH_MAX];
 	int bad = 0;
 
+	/* The kept copy of the line, split again for its words. */
+	plugstack_parse_line(pf->line, &pf->pl, so, sizeof(so));
+	line_out("ok", "plugstack", "%s:%d: %s %s", pf->file, pf->lineno,
+		 pf->pl.required ? "required" : "optional", pf->pl.path);
+	if (plugin_path(pf, so, sizeof(so)) < 0 || check_load(so, pf) < 0)
+		bad = 1;
+	if (check_settings(pf, &cfg) < 0)
+		return 1;	/* no agent or spool to check */
+	bad |= check_agent(cfg.agent) < 0;
+	bad |= check_spool(cfg.spool) < 0;
+	return bad;
+}
+
+int check_plugin(const char *given)
+{
+	static struct plug_found pf;	/* large; pf.pl points into it */
+	char conf[PATH_MAX];
+
 	memset(&pf, 0, sizeof(pf));
-	/* slurm.conf is read for PluginDir even when --plugstack names the
-	 * file (so is scratch space then). */
-	find_plugstack(given ? so : conf, sizeof(conf), &pf);
+	/* slurm.conf is read for PluginDir even when a file is given. */
+	find_plugstack(conf, sizeof(conf), &pf);
 	if (given)
 		snprintf(conf, sizeof(conf), "%s", given);
 	printf("slurm plugin (%s):\n", conf);
@@ -406,15 +423,5 @@ int check_plugin(const char *given)
 			 PLUGIN_NAME);
 		return 1;
 	}
-	/* The kept copy of the line, split again for its words. */
-	plugstack_parse_line(pf.line, &pf.pl, so, sizeof(so));
-	line_out("ok", "plugstack", "%s:%d: %s %s", pf.file, pf.lineno,
-		 pf.pl.required ? "required" : "optional", pf.pl.path);
-	if (plugin_path(&pf, so, sizeof(so)) < 0 || check_load(so, &pf) < 0)
-		bad = 1;
-	if (check_settings(&pf, &cfg) < 0)
-		return 1;	/* no agent or spool to check */
-	bad |= check_agent(cfg.agent) < 0;
-	bad |= check_spool(cfg.spool) < 0;
-	return bad;
+	return check_found(&pf);
 }
