@@ -121,6 +121,7 @@ static void fill_stats(struct agent *a)
 		}
 		s->nperiods = cs.backend != CM_COLLECT_SAMPLE ? 0 :
 			      (cs.nperiods < 8 ? cs.nperiods : 8);
+		cm_collect_result_stats(&cs, s);
 	}
 	s->mapping_ms = a->mapping_ms;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)

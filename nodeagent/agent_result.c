@@ -381,6 +381,34 @@ static json_t *periods_json(const struct cm_result_stats *s)
 	return a;
 }
 
+/* [{"t", "phase", ...}, ...] of the sampling budget's phases. */
+static json_t *budget_json(const struct cm_result_stats *s)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; a && i < s->nbudget && i < CM_RESULT_SPEND_MAX;
+	     i++) {
+		const struct cm_result_spend *b = &s->budget[i];
+
+		json_array_append_new(a, json_pack(
+			"{s:f,s:s,s:i,s:f,s:f,s:I,s:f}", "t", b->t,
+			"phase", b->phase, "period_us", (int)b->period_us,
+			"app_cpu_s", b->app_cpu_s, "agent_cpu_s",
+			b->agent_cpu_s, "samples", (json_int_t)b->samples,
+			"overhead", b->overhead));
+	}
+	return a;
+}
+
+static json_t *drops_json(const struct cm_result_stats *s)
+{
+	return json_pack("{s:I,s:I,s:I,s:I}",
+			 "spin", (json_int_t)s->drop_spin,
+			 "syscall", (json_int_t)s->drop_syscall,
+			 "repeat", (json_int_t)s->drop_repeat,
+			 "stack", (json_int_t)s->drop_stack);
+}
+
 static json_t *stats_json(const struct cm_agent_result *r)
 {
 	const struct cm_result_stats *s = &r->stats;
@@ -399,6 +427,10 @@ static json_t *stats_json(const struct cm_agent_result *r)
 			 "pin_latency_ms", pin_latency_json(r));
 	if (o && s->nperiods > 0)
 		json_object_set_new(o, "sample_periods", periods_json(s));
+	if (o && s->nbudget > 0)
+		json_object_set_new(o, "sample_budget", budget_json(s));
+	if (o && s->drops_on)
+		json_object_set_new(o, "dropped", drops_json(s));
 	return o;
 }
 

@@ -48,6 +48,19 @@ struct cm_result_migration {
 	int from, to;		/* OS PUs; from -1: was not pinned */
 };
 
+/* One phase of the sampling budget (sample_rate.h, point 3). */
+struct cm_result_spend {
+	double t;		/* seconds since the collector started */
+	char phase[8];		/* "learn" | "watch" */
+	unsigned period_us;	/* at its start */
+	double app_cpu_s;	/* application CPU time during it */
+	double agent_cpu_s;	/* the agent's CPU time on its samples */
+	uint64_t samples;
+	double overhead;	/* (samples x cost + agent) / app; < 0 none */
+};
+
+#define CM_RESULT_SPEND_MAX 8
+
 struct cm_result_stats {
 	uint64_t samples, lost, decoded, faults;
 	double agent_cpu_s, mapping_ms;
@@ -58,6 +71,17 @@ struct cm_result_stats {
 	int nperiods;
 	double period_t[8];
 	unsigned period_us[8];
+	/* "sample_budget": [{"t", "phase", "period_us", "app_cpu_s",
+	 * "agent_cpu_s", "samples", "overhead"}, ...], what each phase of
+	 * the sampling budget spent (the first and the latest ones);
+	 * absent when nbudget is 0 */
+	int nbudget;
+	struct cm_result_spend budget[CM_RESULT_SPEND_MAX];
+	/* "dropped": {"spin", "syscall", "repeat", "stack"}, samples and
+	 * references that say nothing about sharing, left out of the
+	 * evidence; absent when drops_on is 0 */
+	int drops_on;
+	uint64_t drop_spin, drop_syscall, drop_repeat, drop_stack;
 };
 
 #define CM_RESULT_MAX_WARNINGS 16

@@ -20,6 +20,7 @@
 #include "cma_trace.h"
 #include "numa_balancing.h"
 #include "grow.h"
+#include "agent_result.h"
 
 static const char *const backend_names[] = { "sample", "hw", "auto",
 					     "fault" };
@@ -600,6 +601,8 @@ void cm_collect_stats(const struct cm_collector *c,
 	st->kernel = ps.kernel;
 	cm_detect_stats(c->table, &st->table);
 	cm_overlap_stats(c->ov, &st->overlap);
+	st->budget_on = c->budget_on;
+	st->budget = c->budget;
 	st->tasks = c->s ? cm_perf_sampler_ntasks(c->s) : 0;
 	st->events_open = c->s ? cm_perf_sampler_nevents(c->s) : 0;
 	st->fault_on = c->fs != NULL;
@@ -617,4 +620,39 @@ void cm_collect_stats(const struct cm_collector *c,
 		st->fault_filters = fs.filters;
 		st->fault_filter_fail = fs.filter_fail;
 	}
+}
+
+static void spend_row(const struct cm_collect_stats *st,
+		      const struct cm_rate_spend *sp,
+		      struct cm_result_spend *row)
+{
+	struct cm_rate_config cfg;
+
+	cm_rate_config_default(&cfg);
+	cfg.sample_cost_ns = st->sample_cost_ns;
+	row->t = (double)sp->start_ns / 1e9;
+	snprintf(row->phase, sizeof(row->phase), "%s",
+		 cm_rate_phase_name(sp->phase));
+	row->period_us = (unsigned)(sp->period_ns / 1000u);
+	row->app_cpu_s = (double)sp->app_cpu_ns / 1e9;
+	row->agent_cpu_s = (double)sp->agent_cpu_ns / 1e9;
+	row->samples = sp->samples;
+	row->overhead = cm_rate_spend_overhead(&cfg, sp);
+}
+
+void cm_collect_result_stats(const struct cm_collect_stats *st,
+			     struct cm_result_stats *out)
+{
+	int n = st->budget_on ? st->budget.nspend : 0;
+
+	if (n > CM_RESULT_SPEND_MAX)
+		n = CM_RESULT_SPEND_MAX;
+	out->nbudget = n;
+	for (int k = 0; k < n; k++)
+		spend_row(st, &st->budget.spend[k], &out->budget[k]);
+	out->drops_on = st->backend == CM_COLLECT_SAMPLE;
+	out->drop_spin = st->decode_fail[CM_DECODE_SPIN];
+	out->drop_syscall = st->decode_fail[CM_DECODE_SYSCALL];
+	out->drop_repeat = st->repeats;
+	out->drop_stack = st->refs.refs[CM_REF_STACK];
 }

@@ -173,7 +173,11 @@ struct cm_collect_stats {
 	uint64_t ours;		/* samples of our threads (passed on) */
 	/* decoding (sample backend) */
 	uint64_t decoded;	/* samples that gave at least one address */
-	uint64_t decode_fail[CM_DECODE_NREASONS];	/* per reason */
+	uint64_t decode_fail[CM_DECODE_NREASONS];	/* per reason (spin
+						 * waits and system calls
+						 * among them) */
+	uint64_t repeats;	/* decoded, but at the IP and cache line of
+				 * the thread's previous sample: dropped */
 	uint64_t code_reads;	/* /proc/PID/mem reads (decoder misses) */
 	uint64_t code_read_fail;	/* IP not mapped or code unreadable */
 	/* keys */
@@ -227,6 +231,10 @@ struct cm_collect_stats {
 	uint64_t calib_cpu_ns;	/* CPU time the measurement took */
 	int nperiods;
 	struct cm_collect_period periods[CM_COLLECT_PERIODS_MAX];
+	/* the budget over the run (sample_rate.h, point 3): what each
+	 * phase spent, when; budget_on 0 when the period is not adapted */
+	int budget_on;
+	struct cm_rate_budget budget;
 };
 
 struct cm_collector;
@@ -285,12 +293,21 @@ int cm_collect_set_period(struct cm_collector *c, uint64_t period,
  * are not the period's business), feeds the policy of sample_rate.h
  * (target, bounds 250 µs - 10 ms, the first decision after 1 s, then at
  * most every 4 s, a change only when the overhead is above 1.1 × or below
- * 0.7 × the target) and applies a change with
+ * 0.7 × the target; with period_auto a learning phase at 3 × the budget
+ * first, for 2 s of application CPU time) and applies a change with
  * cm_collect_set_period(c, new, m, err).  1 changed, 0 not, -1 when the
  * change failed (the old period stays). */
 int cm_collect_adapt_period(struct cm_collector *c, const double *cpu_s,
 			    int n, struct cm_matrix *m, struct cm_error *err);
 
+/* A phase change (the agent saw the threads' partners change): learn
+ * again at the learning phase's rate, for half the first learning
+ * phase's application CPU time (sample_rate.h, point 3).  1 when a
+ * learning phase began now, 0 when none (no adaptive period, a period
+ * the user chose, already learning), -1 when the period could not be
+ * set (the phase is accounted all the same). */
+int cm_collect_relearn(struct cm_collector *c, struct cm_matrix *m,
+		       struct cm_error *err);
 /* Measure what one sample of the sample backend costs the thread it
  * interrupts (sample_rate.h, "Measuring the cost of a sample"): the
  * calling thread spins through CM_RATE_CALIB_ROUNDS rounds of
@@ -334,5 +351,11 @@ void cm_collect_forget(struct cm_collector *c);
 
 void cm_collect_stats(const struct cm_collector *c,
 		      struct cm_collect_stats *st);
+
+/* The result document's budget and drop fields (agent_result.h:
+ * "sample_budget", "dropped") from st; the other fields are left. */
+struct cm_result_stats;
+void cm_collect_result_stats(const struct cm_collect_stats *st,
+			     struct cm_result_stats *out);
 
 #endif

@@ -222,12 +222,13 @@ int cm_collect_calib_apply(struct cm_collector *c, bool wait,
 	cost_cache_write(&c->o, c->calib_cost);
 	if (!c->o.period_auto || !c->s)
 		return 1;
-	next = cm_rate_initial_period(&c->rcfg);
+	next = cm_collect_phase_period(c);
 	if (next == c->pcfg.period_ns)
 		return 1;
 	if (cm_collect_set_period(c, next, m, err) < 0)
 		return -1;
 	cm_collect_periods_push(c, next);
+	c->budget.spend[c->budget.nspend - 1].period_ns = next;
 	return 1;
 }
 
@@ -258,6 +259,10 @@ void cm_collect_rate_setup(struct cm_collector *c)
 	/* Aim below the budget by the model's measured error
 	 * (sample_rate.h, CM_RATE_AIM). */
 	c->rcfg.target = c->o.overhead_target * CM_RATE_AIM;
+	/* Learn fast first (sample_rate.h, point 3), from the period the
+	 * budget gives only: a period the user chose is kept. */
+	c->rcfg.learn_target = c->o.period_auto ?
+			       c->o.overhead_target * CM_RATE_LEARN_FACTOR : 0;
 	cached = cost_cache_read(&c->o);
 	if (cached) {
 		c->rcfg.sample_cost_ns = cached;
@@ -265,8 +270,11 @@ void cm_collect_rate_setup(struct cm_collector *c)
 		c->st.sample_cost_cached = 1;
 	}
 	c->st.sample_cost_ns = c->rcfg.sample_cost_ns;
+	cm_rate_budget_init(&c->budget, &c->rcfg, c->pcfg.period_ns, 0);
+	c->budget_on = true;
 	if (c->o.period_auto)
-		c->pcfg.period_ns = cm_rate_initial_period(&c->rcfg);
+		c->pcfg.period_ns = cm_collect_phase_period(c);
+	c->budget.spend[0].period_ns = c->pcfg.period_ns;
 	if (cached)
 		return;
 	atomic_init(&c->calib_state, 0);

@@ -330,6 +330,27 @@ static void on_cma(const struct cm_cma_transfer *x, void *arg)
 		d->nomem = 1;
 }
 
+/* A sample at the same IP and cache line as the thread's previous one:
+ * a loop reading one line over and over (a wait on a flag without
+ * `pause`, decode.h CM_DECODE_SPIN catches those with it), which says
+ * nothing more about sharing than its first sample did: dropped and
+ * counted (repeats).  Work moving through memory never repeats a line
+ * a period of CPU time later. */
+static bool repeated(struct cm_collector *c, int i,
+		     const struct cm_perf_sample *smp,
+		     const struct cm_access *acc)
+{
+	struct cthread *ct = &c->threads[i];
+	uint64_t line = acc->ref[0].addr >> 6;
+	bool same = ct->last_ip == smp->ip && ct->last_line == line;
+
+	ct->last_ip = smp->ip;
+	ct->last_line = line;
+	if (same)
+		c->st.repeats++;
+	return same;
+}
+
 void cm_collect_on_sample(const struct cm_perf_sample *smp, void *arg)
 {
 	struct cm_drain_ctx *d = arg;
@@ -349,7 +370,7 @@ void cm_collect_on_sample(const struct cm_perf_sample *smp, void *arg)
 			    0);
 		return;
 	}
-	if (!decode_sample(c, p, smp, &acc))
+	if (!decode_sample(c, p, smp, &acc) || repeated(c, i, smp, &acc))
 		return;
 	sp_region = note_stack(c, p, (pid_t)smp->pid,
 			       smp->regs.valid & (1u << PERF_REG_X86_SP) ?

@@ -47,6 +47,7 @@ struct cthread {
 	uint64_t base_samples;	/* samples when it became pending */
 	uint64_t utime0;	/* user ticks when it became pending */
 	uint64_t utime_prev;	/* user ticks at the previous sync */
+	uint64_t last_ip, last_line;	/* of its previous decoded sample */
 };
 
 struct cproc {
@@ -87,6 +88,8 @@ struct cm_collector {
 	/* adaptive period */
 	struct cm_rate_config rcfg;
 	struct cm_rate_state rate;
+	struct cm_rate_budget budget;	/* phases (sample_rate.h, point 3) */
+	bool budget_on, budget_base;	/* on; rate_* hold a baseline */
 	/* the measurement of a sample's cost, on its own thread: it writes
 	 * calib_cost and calib_cpu, then calib_state (1 done, 2 failed) */
 	pthread_t calib_th;
@@ -137,6 +140,8 @@ int cm_collect_calib_apply(struct cm_collector *c, bool wait,
 void cm_collect_on_sample(const struct cm_perf_sample *smp, void *arg);
 
 /* collect_rate.c */
+/* The period the current phase's target gives with the cost known now. */
+uint64_t cm_collect_phase_period(const struct cm_collector *c);
 /* Record a period in use from now (the latest CM_COLLECT_PERIODS_MAX). */
 void cm_collect_periods_push(struct cm_collector *c, uint64_t period);
 void cm_collect_perf_add(struct cm_perf_stats *a,

@@ -113,60 +113,131 @@ static uint64_t samples_so_far(const struct cm_collector *c)
 	return ps.samples + c->perf_base.samples;
 }
 
+uint64_t cm_collect_phase_period(const struct cm_collector *c)
+{
+	return cm_rate_period_for(&c->rcfg,
+				  cm_rate_budget_target(&c->budget, &c->rcfg));
+}
+
+/* The policy's configuration in the current phase: its target. */
+static struct cm_rate_config phase_config(const struct cm_collector *c)
+{
+	struct cm_rate_config cfg = c->rcfg;
+
+	cfg.target = cm_rate_budget_target(&c->budget, &c->rcfg);
+	return cfg;
+}
+
+static uint64_t since_start(const struct cm_collector *c)
+{
+	return cm_collect_clock_ns(CLOCK_MONOTONIC) - c->t0_ns;
+}
+
+/* Begin phase p at its period: a new sampler when the period differs,
+ * a new window of the policy.  0, or -1 when the period cannot be set
+ * (the old one stays, the phase begins all the same). */
+static int phase_begin(struct cm_collector *c, enum cm_rate_phase p,
+		       struct cm_matrix *m, struct cm_error *err)
+{
+	uint64_t now = cm_collect_clock_ns(CLOCK_MONOTONIC), next;
+	int rv = 0;
+
+	if (p == CM_RATE_WATCH)
+		cm_rate_budget_begin(&c->budget, p, c->pcfg.period_ns,
+				     now - c->t0_ns);
+	next = cm_collect_phase_period(c);
+	if (next != c->pcfg.period_ns) {
+		rv = cm_collect_set_period(c, next, m, err);
+		if (rv == 0) {
+			c->st.period_changes++;
+			cm_collect_periods_push(c, next);
+		}
+	}
+	c->budget.spend[c->budget.nspend - 1].period_ns = c->pcfg.period_ns;
+	cm_rate_init(&c->rate, &c->rcfg, c->pcfg.period_ns,
+		     cm_collect_clock_ns(CLOCK_MONOTONIC));
+	c->rate_started = true;
+	return rv;
+}
+
+int cm_collect_relearn(struct cm_collector *c, struct cm_matrix *m,
+		       struct cm_error *err)
+{
+	if (!c || !c->s || !c->budget_on ||
+	    !cm_rate_budget_learn(&c->budget, &c->rcfg, c->pcfg.period_ns,
+				  since_start(c)))
+		return 0;
+	if (phase_begin(c, CM_RATE_LEARN, m, err) < 0)
+		return -1;
+	c->rate_samples = samples_so_far(c);
+	c->rate_agent_ns = c->drain_cpu_ns;
+	return 1;
+}
+
+/* Feed one interval's use to the budget and the policy; 1 when the
+ * period changed, 0 not, -1 a change failed. */
+static int adapt_step(struct cm_collector *c, uint64_t app_d,
+		      uint64_t agent_d, uint64_t samples_d,
+		      struct cm_matrix *m, struct cm_error *err)
+{
+	struct cm_rate_config cfg = phase_config(c);
+	uint64_t now = cm_collect_clock_ns(CLOCK_MONOTONIC), next;
+	int rv;
+
+	if (c->budget_on &&
+	    cm_rate_budget_account(&c->budget, app_d, agent_d, samples_d))
+		return phase_begin(c, CM_RATE_WATCH, m, err) < 0 ? -1 : 1;
+	if (!c->rate_started) {
+		cm_rate_init(&c->rate, &c->rcfg, c->pcfg.period_ns, now);
+		c->rate_started = true;
+		return 0;
+	}
+	next = cm_rate_update(&c->rate, &cfg, app_d, agent_d, samples_d,
+			      now);
+	c->st.overhead = c->rate.last_overhead;
+	if (!next)
+		return 0;
+	rv = cm_collect_set_period(c, next, m, err);
+	cm_rate_applied(&c->rate, c->pcfg.period_ns,
+			cm_collect_clock_ns(CLOCK_MONOTONIC));
+	if (rv < 0)
+		return -1;
+	c->st.period_changes++;
+	cm_collect_periods_push(c, next);
+	return 1;
+}
+
 int cm_collect_adapt_period(struct cm_collector *c, const double *cpu_s,
 			    int n, struct cm_matrix *m, struct cm_error *err)
 {
-	uint64_t now = cm_collect_clock_ns(CLOCK_MONOTONIC);
-	uint64_t agent = c ? c->drain_cpu_ns : 0;
-	uint64_t samples, app = 0, next;
+	uint64_t app = 0, app_d, samples;
 	double app_s = 0;
-	int changed = 0;
+	int changed = 0, rv;
 
 	if (!c || !c->s || c->backend != CM_COLLECT_SAMPLE ||
 	    !(c->o.overhead_target > 0))
 		return 0;
-	switch (cm_collect_calib_apply(c, false, m, err)) {
-	case -1:
+	rv = cm_collect_calib_apply(c, false, m, err);
+	if (rv < 0)
 		return -1;
-	case 1:
-		changed = 1;
-		samples = samples_so_far(c);
-		agent = c->drain_cpu_ns;
-		break;
-	}
+	changed = rv;
 	for (int i = 0; cpu_s && i < n; i++)
 		if (cpu_s[i] > 0)
 			app_s += cpu_s[i];
 	app = (uint64_t)(app_s * 1e9);
 	samples = samples_so_far(c);
-	if (!c->rate_started) {
-		cm_rate_init(&c->rate, &c->rcfg, c->pcfg.period_ns, now);
-		c->rate_started = true;
-	} else {
-		/* Counters only grow; a thread that vanished from cpu_s
-		 * could make app shrink: count nothing then. */
-		next = cm_rate_update(&c->rate, &c->rcfg,
-				      app > c->rate_app_ns ?
-				      app - c->rate_app_ns : 0,
-				      agent - c->rate_agent_ns,
-				      samples - c->rate_samples, now);
-		c->st.overhead = c->rate.last_overhead;
-		if (next) {
-			int rv = cm_collect_set_period(c, next, m, err);
-
-			cm_rate_applied(&c->rate, c->pcfg.period_ns,
-					cm_collect_clock_ns(CLOCK_MONOTONIC));
-			if (rv < 0)
-				return -1;
-			c->st.period_changes++;
-			cm_collect_periods_push(c, next);
-			changed = 1;
-			samples = samples_so_far(c);
-			agent = c->drain_cpu_ns;
-		}
-	}
+	/* Counters only grow; a thread that vanished from cpu_s could make
+	 * app shrink: count nothing then. */
+	app_d = app > c->rate_app_ns ? app - c->rate_app_ns : 0;
+	rv = 0;
+	if (c->budget_base)
+		rv = adapt_step(c, app_d, c->drain_cpu_ns - c->rate_agent_ns,
+				samples - c->rate_samples, m, err);
+	c->budget_base = true;
 	c->rate_app_ns = app;
-	c->rate_agent_ns = agent;
-	c->rate_samples = samples;
-	return changed;
+	c->rate_agent_ns = c->drain_cpu_ns;
+	c->rate_samples = samples_so_far(c);
+	if (rv < 0)
+		return -1;
+	return changed || rv;
 }

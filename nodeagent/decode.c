@@ -76,6 +76,8 @@ static const char *const reason_names[CM_DECODE_NREASONS] = {
 	[CM_DECODE_VSIB] = "vsib",
 	[CM_DECODE_SYNC_FAILED] = "sync_failed",
 	[CM_DECODE_NO_REGS] = "no_regs",
+	[CM_DECODE_SPIN] = "spin",
+	[CM_DECODE_SYSCALL] = "syscall",
 };
 
 const char *cm_decode_reason_name(enum cm_decode_reason r)
@@ -477,6 +479,43 @@ static int last_offsets(const struct cm_decoder *dec, int start, int want,
 	return n;
 }
 
+/* Samples that say nothing about sharing: a `pause` at IP or among the
+ * instructions before it up to a barrier (a spin-wait: libgomp's barrier
+ * and lock waits, glibc's spin locks pause in their loop; the load of
+ * the flag they spin on would read as sharing), or IP just after a
+ * system call (the timer fired as the thread came back from the kernel:
+ * sched_yield, futex).  n instructions before IP at offs, nearest first.
+ * True with d->reason set. */
+static bool idle_sample(struct cm_decoder *dec, const uint8_t *code,
+			size_t len, uint64_t code_addr, size_t ipo,
+			const size_t *offs, int n, struct ip_desc *d)
+{
+	cs_insn *in = dec->in_det;
+
+	if (decode_one(dec->h_det, in, code + ipo, len - ipo,
+		       code_addr + ipo) && in->id == X86_INS_PAUSE) {
+		d->reason = CM_DECODE_SPIN;
+		return true;
+	}
+	for (int k = 0; k < n; k++) {
+		if (!decode_one(dec->h_det, in, code + offs[k], len - offs[k],
+				code_addr + offs[k]))
+			return false;
+		if (in->id == X86_INS_PAUSE) {
+			d->reason = CM_DECODE_SPIN;
+			return true;
+		}
+		if (k == 0 && (in->id == X86_INS_SYSCALL ||
+			       in->id == X86_INS_SYSENTER)) {
+			d->reason = CM_DECODE_SYSCALL;
+			return true;
+		}
+		if (is_barrier(dec->h_det, in))
+			return false;
+	}
+	return false;
+}
+
 /* Decode the window around ip into d (not yet keyed). */
 static void decode_window(struct cm_decoder *dec, const uint8_t *code,
 			  size_t len, uint64_t code_addr, uint64_t ip,
@@ -486,7 +525,7 @@ static void decode_window(struct cm_decoder *dec, const uint8_t *code,
 	size_t offs[CM_DECODE_MAX_LOOKBACK];
 	enum cm_decode_reason first = CM_DECODE_OK;
 	struct reg_track track = { .clobbered = 0 };
-	int start, n = 0;
+	int start, n = 0, nidle = 0;
 
 	memset(d, 0, sizeof(*d));
 	dec->st.decodes++;
@@ -498,13 +537,18 @@ static void decode_window(struct cm_decoder *dec, const uint8_t *code,
 		code_addr += cut;
 		ipo -= cut;
 	}
+	start = ipo ? sync_on_ip(dec, code, len, code_addr, ipo) : -1;
+	/* At least the instruction before IP, for idle_sample. */
+	if (start >= 0)
+		nidle = last_offsets(dec, start, dec->lookback > 0 ?
+				     dec->lookback : 1, offs);
+	n = nidle < dec->lookback ? nidle : dec->lookback;
+	if (idle_sample(dec, code, len, code_addr, ipo, offs, nidle, d))
+		return;
 	/* The instruction at IP has not run yet: its registers are exact. */
 	if (decode_one(dec->h_det, dec->in_det, code + ipo, len - ipo, ip) &&
 	    describe_insn(dec, dec->in_det, &track, 0, d, &first))
 		return;
-	start = ipo ? sync_on_ip(dec, code, len, code_addr, ipo) : -1;
-	if (start >= 0)
-		n = last_offsets(dec, start, dec->lookback, offs);
 	for (int k = 0; k < n; k++) {
 		cs_insn *in = dec->in_det;
 

@@ -66,6 +66,10 @@ enum cm_decode_reason {
 	CM_DECODE_VSIB,		/* gather/scatter (vector index) discarded */
 	CM_DECODE_SYNC_FAILED,	/* no decoding of the window lands on IP */
 	CM_DECODE_NO_REGS,	/* a needed register is not in the sample */
+	CM_DECODE_SPIN,		/* a `pause` at IP or in the look-back: a
+				 * spin-wait, nothing about sharing */
+	CM_DECODE_SYSCALL,	/* just after a system call instruction:
+				 * the thread was in the kernel */
 	CM_DECODE_NREASONS
 };
 

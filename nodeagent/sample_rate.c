@@ -1,6 +1,7 @@
 /* sample_rate.c: the sampling period from a budget (see sample_rate.h). */
 #include "config.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,8 @@ void cm_rate_config_default(struct cm_rate_config *cfg)
 	cfg->over = CM_RATE_DEFAULT_OVER;
 	cfg->under = CM_RATE_DEFAULT_UNDER;
 	cfg->under_confirm = CM_RATE_DEFAULT_UNDER_CONFIRM;
+	cfg->learn_target = CM_RATE_DEFAULT_LEARN_TARGET;
+	cfg->learn_app_cpu_ns = CM_RATE_DEFAULT_LEARN_CPU_NS;
 }
 
 static uint64_t clamp(const struct cm_rate_config *cfg, double p)
@@ -30,14 +33,19 @@ static uint64_t clamp(const struct cm_rate_config *cfg, double p)
 	return (uint64_t)p;
 }
 
-uint64_t cm_rate_initial_period(const struct cm_rate_config *cfg)
+uint64_t cm_rate_period_for(const struct cm_rate_config *cfg, double target)
 {
 	double per_sample = (double)cfg->sample_cost_ns +
 			    (double)cfg->agent_cost_ns;
 
-	if (!(cfg->target > 0))
+	if (!(target > 0))
 		return cfg->max_period_ns;
-	return clamp(cfg, per_sample / cfg->target);
+	return clamp(cfg, per_sample / target);
+}
+
+uint64_t cm_rate_initial_period(const struct cm_rate_config *cfg)
+{
+	return cm_rate_period_for(cfg, cfg->target);
 }
 
 void cm_rate_init(struct cm_rate_state *st, const struct cm_rate_config *cfg,
@@ -137,6 +145,106 @@ void cm_rate_applied(struct cm_rate_state *st, uint64_t period_ns,
 	st->under_streak = 0;
 	st->period_ns = period_ns;
 	new_window(st, now_ns);
+}
+
+/* ---- the budget over the run --------------------------------------- */
+
+const char *cm_rate_phase_name(enum cm_rate_phase p)
+{
+	return p == CM_RATE_LEARN ? "learn" : p == CM_RATE_WATCH ? "watch"
+	       : "?";
+}
+
+static bool learning_on(const struct cm_rate_config *cfg)
+{
+	return cfg->learn_target > cfg->target && cfg->learn_app_cpu_ns > 0;
+}
+
+void cm_rate_budget_begin(struct cm_rate_budget *b, enum cm_rate_phase p,
+			  uint64_t period_ns, uint64_t now_ns)
+{
+	struct cm_rate_spend *sp;
+
+	if (b->nspend == CM_RATE_SPEND_MAX) {
+		/* keep the first (the start of the run) and the latest */
+		memmove(b->spend + 1, b->spend + 2,
+			(CM_RATE_SPEND_MAX - 2) * sizeof(b->spend[0]));
+		b->nspend--;
+	}
+	sp = &b->spend[b->nspend++];
+	memset(sp, 0, sizeof(*sp));
+	sp->phase = p;
+	sp->start_ns = now_ns;
+	sp->period_ns = period_ns;
+	b->phase = p;
+	b->phases++;
+	if (p != CM_RATE_LEARN)
+		b->learn_left_ns = 0;
+}
+
+void cm_rate_budget_init(struct cm_rate_budget *b,
+			 const struct cm_rate_config *cfg, uint64_t period_ns,
+			 uint64_t now_ns)
+{
+	bool learn = learning_on(cfg);
+
+	memset(b, 0, sizeof(*b));
+	b->total[CM_RATE_LEARN].phase = CM_RATE_LEARN;
+	b->total[CM_RATE_WATCH].phase = CM_RATE_WATCH;
+	cm_rate_budget_begin(b, learn ? CM_RATE_LEARN : CM_RATE_WATCH,
+			     period_ns, now_ns);
+	b->learn_left_ns = learn ? cfg->learn_app_cpu_ns : 0;
+}
+
+double cm_rate_budget_target(const struct cm_rate_budget *b,
+			     const struct cm_rate_config *cfg)
+{
+	return b->phase == CM_RATE_LEARN ? cfg->learn_target : cfg->target;
+}
+
+static void spend_add(struct cm_rate_spend *sp, uint64_t app_cpu_ns,
+		      uint64_t agent_cpu_ns, uint64_t samples)
+{
+	sp->app_cpu_ns += app_cpu_ns;
+	sp->agent_cpu_ns += agent_cpu_ns;
+	sp->samples += samples;
+}
+
+int cm_rate_budget_account(struct cm_rate_budget *b, uint64_t app_cpu_ns,
+			   uint64_t agent_cpu_ns, uint64_t samples)
+{
+	if (!b->nspend)
+		return 0;
+	spend_add(&b->spend[b->nspend - 1], app_cpu_ns, agent_cpu_ns,
+		  samples);
+	spend_add(&b->total[b->phase == CM_RATE_LEARN ? 0 : 1], app_cpu_ns,
+		  agent_cpu_ns, samples);
+	if (b->phase != CM_RATE_LEARN)
+		return 0;
+	if (app_cpu_ns < b->learn_left_ns) {
+		b->learn_left_ns -= app_cpu_ns;
+		return 0;
+	}
+	b->learn_left_ns = 0;
+	return 1;
+}
+
+int cm_rate_budget_learn(struct cm_rate_budget *b,
+			 const struct cm_rate_config *cfg, uint64_t period_ns,
+			 uint64_t now_ns)
+{
+	if (!learning_on(cfg) || b->phase == CM_RATE_LEARN)
+		return 0;
+	cm_rate_budget_begin(b, CM_RATE_LEARN, period_ns, now_ns);
+	b->learn_left_ns = cfg->learn_app_cpu_ns / 2;
+	return 1;
+}
+
+double cm_rate_spend_overhead(const struct cm_rate_config *cfg,
+			      const struct cm_rate_spend *sp)
+{
+	return cm_rate_overhead(cfg, sp->app_cpu_ns, sp->agent_cpu_ns,
+				sp->samples);
 }
 
 /* ---- the cost of a sample ------------------------------------------ */

@@ -35,6 +35,18 @@
  *    when two decisions in a row say so, as a noisy window costs only some
  *    accuracy there).  The model gives the same ideal again after a
  *    change, so this does not oscillate.
+ * 3. The budget is spent over the run, not at a flat rate (struct
+ *    cm_rate_budget): evidence is needed most at the start of a step and
+ *    after a phase change, so the run begins in a learning phase at
+ *    learn_target (3% of the application's CPU time, "several percent")
+ *    until the application has used learn_app_cpu_ns of CPU time (2 s),
+ *    then watches at target (the budget × CM_RATE_AIM).  The learning
+ *    phase's excess is repaid by the watching phase's margin under the
+ *    budget: 2 s at 3% are 60 ms, which 0.6% under the budget repays in
+ *    10 s of application CPU time (5 s of a run on 2 busy CPUs).  A
+ *    phase change asks for another learning phase (cm_rate_budget_learn),
+ *    half as long.  Each phase's spending is accounted from the CPU time
+ *    really used (the application's, the agent's) and the samples taken.
  */
 #ifndef COMMAP_NODEAGENT_SAMPLE_RATE_H
 #define COMMAP_NODEAGENT_SAMPLE_RATE_H
@@ -70,6 +82,15 @@
 #define CM_RATE_DEFAULT_OVER 1.1
 #define CM_RATE_DEFAULT_UNDER 0.7
 #define CM_RATE_DEFAULT_UNDER_CONFIRM 2
+/* The learning phase (point 3): its target and length in application CPU
+ * time; a later one (a phase change) lasts half as long. */
+#define CM_RATE_DEFAULT_LEARN_TARGET 0.03
+/* The collector's learning target: the user's budget times this (3% for
+ * a 1% budget: the spend of a 1 s window stays under 5% even when real
+ * code pays 25% more per sample than the model, and the agent's own CPU
+ * comes on top). */
+#define CM_RATE_LEARN_FACTOR 3.0
+#define CM_RATE_DEFAULT_LEARN_CPU_NS 2000000000ull	/* 2 s of CPU */
 
 /* A measured sample cost is kept within these: below 0.5 µs is noise (an
  * interrupt and a register dump cost more), above 1 ms is no sampling
@@ -91,6 +112,10 @@ struct cm_rate_config {
 				 * (> 1) or < target × under (< 1) */
 	int under_confirm;	/* ... the latter only at this many
 				 * decisions in a row (>= 1) */
+	double learn_target;	/* while learning (point 3); <= target:
+				 * no learning phase */
+	uint64_t learn_app_cpu_ns;	/* application CPU time of the first
+					 * learning phase */
 };
 
 void cm_rate_config_default(struct cm_rate_config *cfg);
@@ -98,6 +123,9 @@ void cm_rate_config_default(struct cm_rate_config *cfg);
 /* The period that spends the target on samples of cfg->sample_cost_ns
  * plus cfg->agent_cost_ns each, clamped to [min, max]. */
 uint64_t cm_rate_initial_period(const struct cm_rate_config *cfg);
+
+/* The same for another target (a phase's, point 3). */
+uint64_t cm_rate_period_for(const struct cm_rate_config *cfg, double target);
 
 /* The measurements of the current window, accumulated by the policy. */
 struct cm_rate_state {
@@ -140,6 +168,70 @@ uint64_t cm_rate_update(struct cm_rate_state *st,
  * pass the old one). */
 void cm_rate_applied(struct cm_rate_state *st, uint64_t period_ns,
 		     uint64_t now_ns);
+
+/* ---- The budget over the run (point 3) ------------------------------ */
+
+enum cm_rate_phase {
+	CM_RATE_LEARN = 0,	/* at cfg->learn_target */
+	CM_RATE_WATCH,		/* at cfg->target */
+};
+
+/* Name of a phase ("learn", "watch"); "?" if out of range. */
+const char *cm_rate_phase_name(enum cm_rate_phase p);
+
+/* One phase as it was spent: its start, and what it used. */
+struct cm_rate_spend {
+	enum cm_rate_phase phase;
+	uint64_t start_ns;	/* caller's clock (the collector: ns since
+				 * it started) */
+	uint64_t period_ns;	/* period at its start */
+	uint64_t app_cpu_ns;	/* application CPU time during it */
+	uint64_t agent_cpu_ns;	/* the agent's per-sample CPU time */
+	uint64_t samples;
+};
+
+/* Phases kept: the first, then the latest ones. */
+#define CM_RATE_SPEND_MAX 8
+
+struct cm_rate_budget {
+	enum cm_rate_phase phase;	/* current */
+	uint64_t learn_left_ns;	/* application CPU left to learn */
+	int nspend;
+	struct cm_rate_spend spend[CM_RATE_SPEND_MAX];	/* oldest first */
+	uint64_t phases;	/* begun so far (also those not kept) */
+	struct cm_rate_spend total[2];	/* per phase kind, whole run */
+};
+
+/* Begin the run: learning when cfg->learn_target > cfg->target and
+ * learn_app_cpu_ns > 0, else watching at once. */
+void cm_rate_budget_init(struct cm_rate_budget *b,
+			 const struct cm_rate_config *cfg, uint64_t period_ns,
+			 uint64_t now_ns);
+
+/* The target of the current phase. */
+double cm_rate_budget_target(const struct cm_rate_budget *b,
+			     const struct cm_rate_config *cfg);
+
+/* Account one interval's use to the current phase.  Returns 1 when the
+ * learning phase has used its application CPU time now (the caller then
+ * switches: cm_rate_budget_begin(b, CM_RATE_WATCH, ...)), 0 otherwise. */
+int cm_rate_budget_account(struct cm_rate_budget *b, uint64_t app_cpu_ns,
+			   uint64_t agent_cpu_ns, uint64_t samples);
+
+/* Begin phase p at now_ns with period period_ns. */
+void cm_rate_budget_begin(struct cm_rate_budget *b, enum cm_rate_phase p,
+			  uint64_t period_ns, uint64_t now_ns);
+
+/* A phase change: learn again for half the first phase's CPU time.
+ * Returns 1 when a learning phase begins now, 0 when it is off or
+ * already learning. */
+int cm_rate_budget_learn(struct cm_rate_budget *b,
+			 const struct cm_rate_config *cfg, uint64_t period_ns,
+			 uint64_t now_ns);
+
+/* The overhead fraction of a spend, as cm_rate_overhead; -1 no app CPU. */
+double cm_rate_spend_overhead(const struct cm_rate_config *cfg,
+			      const struct cm_rate_spend *sp);
 
 /* ---- Measuring the cost of a sample ---------------------------------
  *

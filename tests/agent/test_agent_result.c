@@ -51,6 +51,14 @@ static void fill(struct cm_agent_result *r)
 	r->stats.pins = 3;
 	r->stats.intervals = 4;
 	r->stats.sample_period_us = 1000;
+	r->stats.nbudget = 2;
+	r->stats.budget[0] = (struct cm_result_spend){ 0, "learn", 1190, 2.1,
+						       0.004, 1800, 0.03 };
+	r->stats.budget[1] = (struct cm_result_spend){ 3.5, "watch", 8925,
+						       40, 0.01, 4500, 0.004 };
+	r->stats.drops_on = 1;
+	r->stats.drop_spin = 12;
+	r->stats.drop_stack = 40;
 	r->ended_at.tv_sec += 70;
 }
 
@@ -87,6 +95,24 @@ static void test_valid(void)
 	is_int(json_integer_value(json_array_get(json_object_get(
 		json_array_get(json_object_get(doc, "timeline"), 0),
 		"pu_of_thread"), 0)), -1, "unplaced thread is -1");
+	{
+		json_t *st = json_object_get(doc, "stats");
+		json_t *b = json_object_get(st, "sample_budget");
+
+		ok(json_array_size(b) == 2 &&
+		   !strcmp(json_string_value(json_object_get(
+			json_array_get(b, 0), "phase")), "learn") &&
+		   json_integer_value(json_object_get(json_array_get(b, 1),
+			"samples")) == 4500 &&
+		   json_real_value(json_object_get(json_array_get(b, 1),
+			"app_cpu_s")) == 40,
+		   "the sampling budget's phases, as spent");
+		ok(json_integer_value(json_object_get(json_object_get(st,
+			"dropped"), "spin")) == 12 &&
+		   json_integer_value(json_object_get(json_object_get(st,
+			"dropped"), "stack")) == 40,
+		   "samples dropped, by kind");
+	}
 	json_decref(doc);
 	ok(cm_matrix_parse(text, strlen(text), CM_MATRIX_FORMAT_AUTO, &back,
 			   &err) == 0, "commap map reads it as a matrix (%s)",

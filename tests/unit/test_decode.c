@@ -478,6 +478,63 @@ static void test_table(void)
 	}
 }
 
+/* Samples that say nothing about sharing: spin-waits (a `pause` at IP or
+ * before it, up to a barrier) and the return from a system call. */
+static const struct decode_case idle_cases[] = {
+	{ "spin: the flag's load at IP, pause before",
+	  /* pause | mov eax, [rdi] | cmp eax, ecx */
+	  { 0xf3, 0x90, 0x8b, 0x07, 0x39, 0xc8, 0x90, 0x90, 0x90, 0x90 },
+	  10, 2, 4, 0, 0, CM_DECODE_SPIN, 0, 0, { { 0, 0, 0 } } },
+	{ "spin: after the flag's load",
+	  { 0xf3, 0x90, 0x8b, 0x07, 0x39, 0xc8, 0x90, 0x90, 0x90, 0x90 },
+	  10, 4, 4, 0, 0, CM_DECODE_SPIN, 0, 0, { { 0, 0, 0 } } },
+	{ "spin: pause at IP",
+	  { 0xf3, 0x90, 0x8b, 0x07, 0x39, 0xc8, 0x90, 0x90, 0x90, 0x90 },
+	  10, 0, 4, 0, 0, CM_DECODE_SPIN, 0, 0, { { 0, 0, 0 } } },
+	{ "system call: IP just after syscall",
+	  /* syscall | mov rax, [rdi] */
+	  { 0x0f, 0x05, 0x48, 0x8b, 0x07, 0x90, 0x90, 0x90, 0x90 },
+	  9, 2, 4, 0, 0, CM_DECODE_SYSCALL, 0, 0, { { 0, 0, 0 } } },
+	{ "a system call two instructions back is not this sample's",
+	  /* syscall | mov rdx, rax | mov eax, [rdi] */
+	  { 0x0f, 0x05, 0x48, 0x89, 0xc2, 0x8b, 0x07, 0x90, 0x90, 0x90,
+	    0x90 },
+	  11, 5, 4, 0, 1, CM_DECODE_OK, 0, 1,
+	  { { RDI, 4, CM_ACCESS_READ } } },
+	{ "a pause behind a jump is another path's",
+	  /* pause | jmp +0 | mov eax, [rdi] */
+	  { 0xf3, 0x90, 0xe9, 0x00, 0x00, 0x00, 0x00, 0x8b, 0x07, 0x90,
+	    0x90, 0x90, 0x90 },
+	  13, 7, 4, 0, 1, CM_DECODE_OK, 0, 1,
+	  { { RDI, 4, CM_ACCESS_READ } } },
+	{ "spin seen with no look-back",
+	  { 0xf3, 0x90, 0x8b, 0x07, 0x39, 0xc8, 0x90, 0x90, 0x90, 0x90 },
+	  10, 2, 0, 0, 0, CM_DECODE_SPIN, 0, 0, { { 0, 0, 0 } } },
+};
+
+static void test_idle(void)
+{
+	struct cm_regs regs = table_regs();
+
+	for (size_t i = 0; i < sizeof(idle_cases) / sizeof(idle_cases[0]);
+	     i++) {
+		const struct decode_case *c = &idle_cases[i];
+		struct cm_decoder *dec = cm_decoder_new(c->lookback, c->flags,
+							NULL);
+		struct cm_access a;
+
+		if (!ok(dec != NULL, "decoder for %s", c->name))
+			continue;
+		check_access(c, cm_decode_address(dec, 1, c->code, c->len,
+						  CODE, CODE + c->ipo, &regs,
+						  &a, NULL), &a);
+		cm_decoder_free(dec);
+	}
+	is_str(cm_decode_reason_name(CM_DECODE_SPIN), "spin", "reason spin");
+	is_str(cm_decode_reason_name(CM_DECODE_SYSCALL), "syscall",
+	       "reason syscall");
+}
+
 /* A register missing from the sample gives NO_REGS, not a wrong address. */
 static void test_missing_register(void)
 {
@@ -936,6 +993,7 @@ int main(void)
 	test_decoder_new();
 	test_regs_from_sample();
 	test_table();
+	test_idle();
 	test_missing_register();
 	test_cache();
 	test_long_window();

@@ -448,6 +448,139 @@ static void test_measure(void)
 /* cm_collect_new with period_auto: the first period is the one the
  * measured cost gives; a given period is kept; without a budget nothing
  * is measured. */
+/* The collector's phases, driven by the application CPU time given to
+ * cm_collect_adapt_period (no thread: the samplers attach nothing). */
+static void test_collect_phases(struct cm_collector *c,
+				const struct cm_rate_config *rc)
+{
+	uint64_t learn = cm_rate_period_for(rc, rc->learn_target);
+	uint64_t watch = cm_rate_period_for(rc, rc->target);
+	struct cm_collect_stats st;
+	struct cm_error e = { "" };
+	double cpu;
+
+	cpu = 0.5;
+	cm_collect_adapt_period(c, &cpu, 1, NULL, &e);	/* the baseline */
+	cpu = 2.0;
+	cm_collect_adapt_period(c, &cpu, 1, NULL, &e);
+	cm_collect_stats(c, &st);
+	ok(st.budget.phase == CM_RATE_LEARN && st.period == learn,
+	   "1.5 s of application CPU: still learning");
+	cpu = 2.6;
+	is_int(cm_collect_adapt_period(c, &cpu, 1, NULL, &e), 1,
+	       "2.1 s: the period changes");
+	cm_collect_stats(c, &st);
+	ok(st.budget.phase == CM_RATE_WATCH && st.period == watch &&
+	   st.budget.nspend == 2 &&
+	   st.budget.spend[0].app_cpu_ns == (uint64_t)(2.1 * S) &&
+	   st.budget.spend[1].period_ns == watch,
+	   "then watching at %llu us; the learning phase's 2.1 s accounted",
+	   (unsigned long long)(watch / US));
+	is_int(cm_collect_relearn(c, NULL, &e), 1, "a phase change: learn");
+	is_int(cm_collect_relearn(c, NULL, &e), 0, "... once");
+	cm_collect_stats(c, &st);
+	ok(st.budget.phase == CM_RATE_LEARN && st.period == learn &&
+	   st.budget.nspend == 3, "at the learning period again");
+	cpu = 3.5;
+	cm_collect_adapt_period(c, &cpu, 1, NULL, &e);
+	cm_collect_stats(c, &st);
+	ok(st.budget.phase == CM_RATE_LEARN, "0.9 s later: still learning");
+	cpu = 3.7;
+	cm_collect_adapt_period(c, &cpu, 1, NULL, &e);
+	cm_collect_stats(c, &st);
+	ok(st.budget.phase == CM_RATE_WATCH && st.period == watch &&
+	   st.budget.total[CM_RATE_LEARN].app_cpu_ns ==
+	   (uint64_t)(2.1 * S) + (uint64_t)(1.1 * S),
+	   "half as long as the first: watching after 1.1 s");
+}
+
+/* The budget over a 60 s run of an application using 2 CPUs, sampled at
+ * each phase's period, its samples costing 25% more than the model says
+ * (sample_rate.h, CM_RATE_AIM): every 1 s window under 5%, the run under
+ * 1%, on a quiet node's cost and a busy one's. */
+static void test_budget_run(uint64_t cost)
+{
+	struct cm_rate_config c;
+	struct cm_rate_budget b;
+	double worst = 0, spent = 0, app = 0;
+	uint64_t period;
+
+	cm_rate_config_default(&c);
+	c.sample_cost_ns = cost;
+	c.target = 0.01 * CM_RATE_AIM;
+	c.learn_target = 0.01 * CM_RATE_LEARN_FACTOR;
+	cm_rate_budget_init(&b, &c, 0, 0);
+	period = cm_rate_period_for(&c, cm_rate_budget_target(&b, &c));
+	for (int sec = 0; sec < 60; sec++) {
+		uint64_t a = 2 * S, n = a / period;
+		double w = 1.25 * (double)n * (double)(cost + c.agent_cost_ns) /
+			   (double)a;
+
+		worst = w > worst ? w : worst;
+		spent += w * (double)a;
+		app += (double)a;
+		if (cm_rate_budget_account(&b, a, n * c.agent_cost_ns, n)) {
+			cm_rate_budget_begin(&b, CM_RATE_WATCH, period,
+					     (uint64_t)sec * S);
+			period = cm_rate_period_for(&c, c.target);
+		}
+	}
+	ok(worst <= 0.05 && spent / app <= 0.01 &&
+	   b.total[CM_RATE_LEARN].app_cpu_ns == 2 * S,
+	   "%.1f us a sample: the worst 1 s window spends %.2f%%, the run "
+	   "%.2f%%, 2 s of CPU learning", (double)cost / 1e3, 100 * worst,
+	   100 * spent / app);
+}
+
+/* The phases' bookkeeping alone. */
+static void test_budget(void)
+{
+	struct cm_rate_config c;
+	struct cm_rate_budget b;
+
+	cm_rate_config_default(&c);
+	c.target = 0.004;
+	cm_rate_budget_init(&b, &c, 500 * US, 0);
+	ok(b.phase == CM_RATE_LEARN && b.learn_left_ns == 2 * S &&
+	   b.nspend == 1 && cm_rate_budget_target(&b, &c) == 0.03,
+	   "a run begins learning at 3%%, for 2 s of application CPU");
+	is_int(cm_rate_budget_account(&b, 1500 * MS, 1 * MS, 100), 0,
+	       "1.5 s: learning");
+	is_int(cm_rate_budget_account(&b, 600 * MS, 1 * MS, 100), 1,
+	       "2.1 s: done");
+	cm_rate_budget_begin(&b, CM_RATE_WATCH, 2 * MS, 3 * S);
+	ok(b.phase == CM_RATE_WATCH && cm_rate_budget_target(&b, &c) == 0.004 &&
+	   b.spend[0].samples == 200 && b.spend[0].app_cpu_ns == 2100 * MS &&
+	   b.spend[1].start_ns == 3 * S,
+	   "then watching at the target; the learning phase accounted");
+	is_int(cm_rate_budget_account(&b, 10 * S, 0, 10), 0,
+	       "watching never ends by itself");
+	is_int(cm_rate_budget_learn(&b, &c, 500 * US, 20 * S), 1,
+	       "a phase change: learning again");
+	ok(b.learn_left_ns == 1 * S && cm_rate_budget_learn(&b, &c, 0, 0) == 0,
+	   "for 1 s; not twice");
+	for (int i = 0; i < 20; i++)
+		cm_rate_budget_begin(&b, i % 2 ? CM_RATE_LEARN : CM_RATE_WATCH,
+				     MS, (uint64_t)(30 + i) * S);
+	ok(b.nspend == CM_RATE_SPEND_MAX && b.spend[0].start_ns == 0 &&
+	   b.spend[0].phase == CM_RATE_LEARN &&
+	   b.spend[CM_RATE_SPEND_MAX - 1].start_ns == 49 * S &&
+	   b.phases == 23,
+	   "the first phase and the latest ones are kept");
+	ok(b.total[CM_RATE_LEARN].app_cpu_ns == 2100 * MS &&
+	   b.total[CM_RATE_WATCH].app_cpu_ns == 10 * S,
+	   "totals per phase kind");
+	c.learn_target = 0.004;
+	cm_rate_budget_init(&b, &c, 500 * US, 0);
+	ok(b.phase == CM_RATE_WATCH && cm_rate_budget_learn(&b, &c, 0, 0) == 0,
+	   "a learning target not above the target: no learning phase");
+	is_str(cm_rate_phase_name(CM_RATE_LEARN), "learn", "phase names");
+	is_str(cm_rate_phase_name((enum cm_rate_phase)7), "?",
+	       "unknown phase");
+	test_budget_run(3700);
+	test_budget_run(33700);
+}
+
 static void test_collect_auto(void)
 {
 	struct cm_tracker *t = cm_tracker_new(NULL, (uid_t)-1);
@@ -465,26 +598,31 @@ static void test_collect_auto(void)
 	ok(c != NULL, "collector with period_auto: %s", e.text);
 	cm_collect_stats(c, &st);
 	cm_rate_config_default(&rc);
-	/* The collector aims at CM_RATE_AIM of the budget (sample_rate.h). */
+	/* The collector aims at CM_RATE_AIM of the budget (sample_rate.h),
+	 * and learns at CM_RATE_LEARN_FACTOR times it first. */
 	rc.target = 0.01 * CM_RATE_AIM;
+	rc.learn_target = 0.01 * CM_RATE_LEARN_FACTOR;
 	ok(st.sample_cost_pending == 1 && st.sample_cost_measured == 0 &&
-	   st.period == cm_rate_initial_period(&rc),
+	   st.budget_on && st.budget.phase == CM_RATE_LEARN &&
+	   st.period == cm_rate_period_for(&rc, rc.learn_target),
 	   "the cost is measured on a thread of its own: the default cost's "
-	   "period meanwhile (%llu us)", (unsigned long long)(st.period / US));
+	   "learning period meanwhile (%llu us)",
+	   (unsigned long long)(st.period / US));
 	ok(c && cm_collect_calibration_wait(c, NULL, &e) == 0,
 	   "the measured cost applied: %s", e.text);
 	cm_collect_stats(c, &st);
-	cm_rate_config_default(&rc);
-	rc.target = 0.01 * CM_RATE_AIM;
 	rc.sample_cost_ns = st.sample_cost_ns;
 	ok(st.sample_cost_measured == 1 && st.calib_cpu_ns > 0,
 	   "the cost was measured: %.2f us in %.1f ms of CPU",
 	   (double)st.sample_cost_ns / 1e3, (double)st.calib_cpu_ns / 1e6);
-	ok(st.period == cm_rate_initial_period(&rc) && st.nperiods >= 1 &&
-	   st.nperiods <= 2 && st.periods[st.nperiods - 1].period == st.period &&
-	   st.sample_cost_pending == 0,
-	   "the first period spends 0.8%% of a 1%% budget on samples: %llu us",
-	   (unsigned long long)(st.period / US));
+	ok(st.period == cm_rate_period_for(&rc, rc.learn_target) &&
+	   st.nperiods >= 1 && st.nperiods <= 2 &&
+	   st.periods[st.nperiods - 1].period == st.period &&
+	   st.sample_cost_pending == 0 &&
+	   st.budget.spend[st.budget.nspend - 1].period_ns == st.period,
+	   "the first period spends 3%% of the application's CPU time "
+	   "(learning): %llu us", (unsigned long long)(st.period / US));
+	test_collect_phases(c, &rc);
 	cm_collect_free(c);
 
 	o.period_auto = 0;
@@ -493,8 +631,12 @@ static void test_collect_auto(void)
 	cm_collect_calibration_wait(c, NULL, &e);
 	cm_collect_stats(c, &st);
 	ok(c && st.period == 700 * US && st.sample_cost_measured == 1 &&
-	   st.sample_cost_ns >= CM_RATE_COST_MIN_NS && st.calib_cpu_ns > 0,
-	   "a given period is kept, the cost measured for the online model");
+	   st.sample_cost_ns >= CM_RATE_COST_MIN_NS && st.calib_cpu_ns > 0 &&
+	   st.budget.phase == CM_RATE_WATCH,
+	   "a given period is kept (no learning phase), the cost measured "
+	   "for the online model");
+	is_int(cm_collect_relearn(c, NULL, &e), 0,
+	       "a given period: no learning after a phase change either");
 	cm_collect_free(c);
 
 	o.period_auto = 1;
@@ -590,6 +732,7 @@ int main(void)
 	test_stability(&c);
 	test_config();
 	test_cost_estimate();
+	test_budget();
 	test_measure();
 	test_collect_auto();
 	test_cost_cache();
