@@ -33,6 +33,16 @@ report_test_render_t_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 report_test_render_t_LDADD = report/librender.la lib/libcommap.la \
 	$(JANSSON_LIBS) -lm
 
+# The did-it-help lines against lib's cost model (every placement
+# enumerated), the earlier runs' median and the evidence line.
+check_PROGRAMS += report/test_benefit.t
+TESTS += report/test_benefit.t
+report_test_benefit_t_SOURCES = report/test_benefit.c
+report_test_benefit_t_CPPFLAGS = $(report_test_render_t_CPPFLAGS)
+report_test_benefit_t_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+report_test_benefit_t_LDADD = report/librender.la lib/libcommap.la \
+	$(JANSSON_LIBS) -lm
+
 # Fuzz target of the report commands' parsers: --since/--until times and
 # step names (seeds in tests/fuzz/corpus/report_args).
 check_PROGRAMS += tests/fuzz/fuzz_report_args.t

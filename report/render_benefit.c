@@ -140,8 +140,17 @@ static int costs_of(const json_t *doc, struct costs *c)
 	return 0;
 }
 
+/* A cost as people read it: whole numbers in full up to 10^12, else
+ * four significant digits. */
+static const char *cost_text(double v, char *buf, size_t size)
+{
+	snprintf(buf, size, v >= 1e4 && v < 1e12 ? "%.0f" : "%.4g", v);
+	return buf;
+}
+
 static int cost_line(json_t *a, const json_t *doc)
 {
+	char x[32], y[32];
 	struct costs c;
 
 	if (costs_of(doc, &c) < 0) {
@@ -152,12 +161,14 @@ static int cost_line(json_t *a, const json_t *doc)
 			   "applied, or no topology in the result)");
 	}
 	if (c.unpinned <= 0)
-		return add(a, "cost", "predicted cost: %.4g applied, %.4g "
+		return add(a, "cost", "predicted cost: %s applied, %s "
 			   "unpinned (every PU as near as every other)",
-			   c.applied, c.unpinned);
-	return add(a, "cost", "predicted cost: %.4g applied against %.4g "
+			   cost_text(c.applied, x, sizeof(x)),
+			   cost_text(c.unpinned, y, sizeof(y)));
+	return add(a, "cost", "predicted cost: %s applied against %s "
 		   "unpinned (random placement on the step's %d PUs): "
-		   "%.2fx, %.0f%% %s", c.applied, c.unpinned, c.pus,
+		   "%.2fx, %.0f%% %s", cost_text(c.applied, x, sizeof(x)),
+		   cost_text(c.unpinned, y, sizeof(y)), c.pus,
 		   c.applied / c.unpinned,
 		   fabs(100.0 * (1 - c.applied / c.unpinned)),
 		   c.applied <= c.unpinned ? "less" : "MORE");
@@ -214,8 +225,9 @@ static int latency_line(json_t *a, const json_t *doc)
 					  "pin_latency_ms");
 
 	if (!json_is_object(l) || num(l, "n", 0) <= 0)
-		return add(a, "latency", "pin latency: none recorded (no "
-			   "thread was pinned)");
+		return add(a, "latency", "pin latency: not recorded (no "
+			   "thread pinned, or an agent that did not measure "
+			   "it)");
 	return add(a, "latency", "pin latency (thread start to first pin): "
 		   "median %.0f ms, p90 %.0f ms, max %.0f ms over %.0f "
 		   "thread%s", num(l, "p50", 0), num(l, "p90", 0),

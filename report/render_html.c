@@ -29,7 +29,8 @@ const char rd_css[] =
 	"th a{color:inherit}th a.sorted{text-decoration:underline double}"
 	"nav.pages a{margin-right:1em}"
 	".compare{display:grid;grid-template-columns:1fr 1fr;gap:0 2em}"
-	".compare>div{min-width:0}";
+	".compare>div{min-width:0}"
+	".compare svg{max-width:100%;height:auto}";
 
 static void esc(FILE *out, const char *s)
 {

@@ -83,6 +83,19 @@
           v.join(","));
   });
 
+  // two runs compared: the columns side by side, neither over the other
+  var cols = document.querySelectorAll(".compare > div");
+  if (cols.length === 2) {
+    var ca = box(cols[0]), cb = box(cols[1]);
+    check("compare-columns-apart", ca.r <= cb.l + 1 && ca.t === cb.t,
+          JSON.stringify([ca, cb]));
+  }
+  // a list fits the window: no page-wide horizontal scrolling
+  if (document.querySelector("table.jobs, table.apps, table.models"))
+    check("list-fits", document.documentElement.scrollWidth <=
+          window.innerWidth + 1, document.documentElement.scrollWidth +
+          " > " + window.innerWidth);
+
   var pre = document.createElement("pre");
   pre.id = "layout-check";
   pre.textContent = out.join("\n");

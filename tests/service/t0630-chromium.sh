@@ -112,11 +112,65 @@ PY
 	done
 done
 
+# The pages an admin browses: the job list sorted, the applications, two
+# runs compared side by side (the 64-thread and the one-core job).
+layout() {	# layout URL NAME: $T/checks-NAME from layout-check.js
+	curl -s -o "$T/page-$2.html" "$url$1"
+	python3 - "$T/page-$2.html" \
+		"$top_srcdir/tests/service/layout-check.js" <<'PY'
+import sys
+page, js = sys.argv[1], open(sys.argv[2]).read()
+html = open(page).read()
+open(page, "w").write(html.replace("</body>",
+                                   "<script>" + js + "</script></body>"))
+PY
+	browse --window-size=1200,1600 --dump-dom "file://$T/page-$2.html" \
+		>"$T/layout-$2.html"
+	python3 - "$T/layout-$2.html" >"$T/checks-$2" <<'PY'
+import html, re, sys
+m = re.findall(r'<pre id="layout-check">(.*?)</pre>',
+               open(sys.argv[1]).read(), re.S)
+print(html.unescape(m[-1]) if m else "not ok layout-check: no report")
+PY
+}
+layout_ok() {	# layout_ok NAME CHECK...
+	local page=$1 name line
+	shift
+	for name in "$@"; do
+		line=$(grep -E "^(not )?ok $name(:|\$)" "$T/checks-$page")
+		[ "$line" = "ok $name" ] || echo "# ${line:-$name: no line}"
+		ok "$page in Chromium: $name" test "$line" = "ok $name"
+	done
+}
+layout "/jobs?sort=-threads" jobs
+ok "the sorted job list in Chromium: the 64-thread job first" python3 -c '
+import re, sys
+rows = re.findall(r"<tr><td><a href=\"/jobs/(\d+)\"", open(sys.argv[1]).read())
+sys.exit(rows != ["3001", "3002"])' "$T/layout-jobs.html"
+layout_ok jobs list-fits
+layout /apps apps
+ok "the applications in Chromium: stencil linked" \
+	grep -q 'href="/apps/stencil"' "$T/layout-apps.html"
+layout_ok apps list-fits
+layout "/compare?a=3001&b=3002" compare
+ok "two runs compared in Chromium: both heatmaps and placements" \
+	$check svgs "$T/layout-compare.html" heatmap-0 heatmap-1 topology-0 \
+	topology-1
+layout_ok compare compare-columns-apart unclipped-topology-0 \
+	unclipped-topology-1
+
 # the one-core page, for a person to look at (legends, clipping, overlaps)
 if [ -n "${COMMAP_KEEP_SCREENSHOT:-}" ]; then
 	browse --screenshot="$T/shot-3002.png" --window-size=1200,2600 \
 		"$url/jobs/3002" >/dev/null
 	cp "$T/shot-3002.png" "${COMMAP_KEEP_SCREENSHOT%.png}-3002.png"
+	for p in "jobs?sort=-threads" apps "compare?a=3001&b=3002" \
+		jobs/3001; do
+		browse --screenshot="$T/shot.png" --window-size=1200,1800 \
+			"$url/$p" >/dev/null
+		cp "$T/shot.png" "${COMMAP_KEEP_SCREENSHOT%.png}-$(printf %s "$p" |
+			tr -c 'a-z0-9' -).png"
+	done
 fi
 
 ok "the service stops cleanly" stop_service

@@ -117,7 +117,7 @@ req root POST /v1/results --data-binary @"$T/bare.json"
 as $A report 6200
 has "no topology or mapping: the cost is not known" "$out" \
 	"predicted cost: not known"
-has "no pins: no latency" "$out" "pin latency: none recorded"
+has "no pins: no latency" "$out" "pin latency: not recorded"
 has "no sampling figures: said" "$out" "evidence: no sampling figures"
 
 done_testing
