@@ -128,7 +128,8 @@ int svc_models_fold_pending(struct svc_db *db, int64_t uid,
  * worker does it at start).  The count, or -1 on a storage error. */
 long long svc_models_count_pending(struct svc_db *db, struct cm_error *err);
 
-/* The upload hook, after a NEW result's commit: a result without
+/* The upload hook, after a NEW result's commit: what the agent did is
+ * counted for /metrics (svc_metrics_result); a result without
  * exe_hash is counted as skipped; any other was queued by the upload's
  * transaction: count it pending and wake the worker.  Cheap, never
  * fails. */

@@ -51,7 +51,7 @@ cp "$T/www/index.html" "$T/www/v1/jobs"	# a 200 at /v1/jobs
 	>"$T/www.log" 2>&1 &
 www_pid=$!
 trap 'kill $www_pid 2>/dev/null; cleanup' EXIT
-for _ in $(seq 100); do
+for _ in $(seq 300); do	# 30 s: python starts slowly on a busy node
 	wport=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$T/www.log" | head -1)
 	[ -n "$wport" ] && break
 	sleep 0.1
