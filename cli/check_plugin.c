@@ -379,6 +379,39 @@ static int check_spool(const char *spool)
 	return 0;
 }
 
+/* Root acts on what the plugin's files say (the agent= it runs): a file
+ * others may change is a way to root. */
+static int check_root_file(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0) {
+		line_out("FAIL", "config", "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (st.st_uid != 0 || (st.st_mode & 022)) {
+		line_out("FAIL", "config", "%s is owned by uid %u, mode %04o: "
+			 "root acts on it (agent=), so only root may change it",
+			 path, (unsigned)st.st_uid,
+			 (unsigned)(st.st_mode & 07777));
+		return -1;
+	}
+	line_out("ok", "config", "%s: root's, not writable by others", path);
+	return 0;
+}
+
+/* The file naming the plugin and a conf= file it reads. */
+static int check_config_files(const struct plug_found *pf)
+{
+	int i, bad = check_root_file(pf->file) < 0;
+
+	for (i = 0; i < pf->pl.argc; i++)
+		if (!strncmp(pf->pl.argv[i], "conf=", 5) &&
+		    pf->pl.argv[i][5])
+			bad |= check_root_file(pf->pl.argv[i] + 5) < 0;
+	return bad ? -1 : 0;
+}
+
 /* The plugin's line was found: its plugin, settings, agent and spool. */
 static int check_found(struct plug_found *pf)
 {
@@ -391,6 +424,8 @@ static int check_found(struct plug_found *pf)
 	line_out("ok", "plugstack", "%s:%d: %s %s", pf->file, pf->lineno,
 		 pf->pl.required ? "required" : "optional", pf->pl.path);
 	if (plugin_path(pf, so, sizeof(so)) < 0 || check_load(so, pf) < 0)
+		bad = 1;
+	if (check_config_files(pf) < 0)
 		bad = 1;
 	if (check_settings(pf, &cfg) < 0)
 		return 1;	/* no agent or spool to check */

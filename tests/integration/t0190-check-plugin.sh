@@ -94,6 +94,22 @@ cat "$S/plugstack.conf.d/commap.conf" "$S/plugstack.conf.d/commap.conf" >"$T/twi
 run "$commap" check --no-service --plugstack "$T/twice.conf"
 line "the plugin named twice: FAIL" FAIL plugstack "$T/twice.conf:2 names commap_spank.so again \\(first at $T/twice.conf:1\\)"
 
+run "$commap" check --no-service
+line "the files that name the plugin are root's" ok config \
+	"$S/plugstack.conf.d/commap.conf: root's, not writable by others"
+chmod 666 "$S/plugstack.conf.d/commap.conf"
+run "$commap" check --no-service
+is "a world-writable plugstack file: exit 1" "$status" 1
+line "  others could choose the agent root runs" FAIL config \
+	"$S/plugstack.conf.d/commap.conf is owned by uid 0, mode 0666: root acts on it"
+chmod 644 "$S/plugstack.conf.d/commap.conf"
+echo "agent=$T/agent" >"$T/commap.conf"
+chmod 664 "$T/commap.conf"
+echo "optional $T/lib/commap_spank.so conf=$T/commap.conf spool=$T/spool" >"$T/conf.conf"
+run "$commap" check --no-service --plugstack "$T/conf.conf"
+line "a group-writable conf= file: FAIL" FAIL config "$T/commap.conf is owned by uid 0, mode 0664"
+line "  its settings are still read" ok settings "agent=$T/agent"
+
 chmod 775 "$T/agent"
 run "$commap" check --no-service
 is "a group-writable agent: exit 1" "$status" 1
