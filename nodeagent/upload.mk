@@ -3,7 +3,8 @@
 # uploads; without them it is built spool-only (every result is spooled,
 # with a message saying why).  Part of the upload work.
 noinst_LTLIBRARIES += nodeagent/libupload.la
-nodeagent_libupload_la_SOURCES = nodeagent/upload.h nodeagent/upload.c
+nodeagent_libupload_la_SOURCES = nodeagent/upload.h nodeagent/upload.c \
+	nodeagent/upload_internal.h nodeagent/spool.c
 nodeagent_libupload_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 nodeagent_libupload_la_LIBADD = lib/libcommap.la $(JANSSON_LIBS)
 if HAVE_CURL

@@ -36,7 +36,7 @@ fuzz_spank_config) lib="lib/error.c spank/spank_config.c"; inc="$inc -I$top/span
 fuzz_svc_config) lib="lib/error.c service/svc_config.c"; inc="$inc -I$top/service" ;;
 fuzz_task_line) lib="$lib nodeagent/agent_opts.c"; inc="$inc -I$top/nodeagent" ;;
 fuzz_model)
-	lib="$lib nodeagent/model_fetch.c nodeagent/upload.c"
+	lib="$lib nodeagent/model_fetch.c nodeagent/upload.c nodeagent/spool.c"
 	inc="$inc -I$top/nodeagent"
 	libs="$libs $(pkg-config --cflags --libs libcurl) -lmunge"
 	;;
