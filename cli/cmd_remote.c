@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "remote.h"
 #include "remote_args.h"
+#include "remote_nodes.h"
 #ifdef CLI_HAVE_RENDER
 #include "render.h"
 #endif
@@ -150,7 +151,7 @@ static int many_clusters(const json_t *list)
 static void print_job_row(const json_t *j, int clusters)
 {
 	const json_t *job = json_object_get(j, "job");
-	char id[32];
+	char id[32], nodes[24];
 
 	if (clusters)
 		printf("%-12s ", *str_or(j, "cluster", "") ?
@@ -162,10 +163,12 @@ static void print_job_row(const json_t *j, int clusters)
 		snprintf(id, sizeof(id), "r%lld",
 			 (long long)json_integer_value(json_array_get(
 				 json_object_get(j, "result_ids"), 0)));
-	printf("%-10s %-12s %-16s %-20s %7lld %5lld %5lld %6lld\n", id,
+	snprintf(nodes, sizeof(nodes), "%lld", int_or(j, "nodes", 0));
+	printf("%-10s %-12s %-16s %-20s %7lld %5lld %5s %6lld\n", id,
 	       str_or(j, "user", "-"), str_or(j, "app", "-"),
 	       str_or(j, "started_at", "-"), int_or(j, "threads", 0),
-	       int_or(j, "steps", 0), int_or(j, "nodes", 0),
+	       int_or(j, "steps", 0),
+	       json_object_get(j, "nodes") ? nodes : "-",
 	       int_or(j, "migrations", 0));
 }
 
@@ -447,6 +450,8 @@ static int report_text(FILE *f, const json_t *doc, const struct remote_args *a)
 
 	if (!results)
 		return remote_text_report(f, doc, &o);
+	if (remote_nodes_summary(f, doc) > 0)	/* a job across nodes */
+		fputs("\n", f);
 	for (i = 0; i < json_array_size(results); i++) {
 		if (i)
 			fputs("\n\n", f);

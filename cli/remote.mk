@@ -5,6 +5,7 @@
 cli_commap_SOURCES += cli/cmd_remote.c cli/remote.h cli/remote_http.c \
 	cli/remote_args.h cli/remote_args.c \
 	cli/remote_text.c cli/remote_time.c cli/cmd_check.c
+cli_commap_SOURCES += cli/remote_nodes.c cli/remote_nodes.h
 # commap check's Slurm part reads the plugin's settings with its own parser.
 cli_commap_SOURCES += cli/check_plugin.c cli/plugstack.h cli/plugstack.c \
 	spank/spank_config.h spank/spank_config.c
@@ -47,3 +48,12 @@ tests_fuzz_fuzz_plugstack_t_CPPFLAGS = $(AM_CPPFLAGS) \
 	-I$(top_srcdir)/cli -DFUZZ_TARGET='"plugstack"'
 tests_fuzz_fuzz_plugstack_t_CFLAGS = $(FUZZ_SMALL_CFLAGS)
 tests_fuzz_fuzz_plugstack_t_LDADD = lib/libcommap.la
+
+# commap report across nodes (cli/remote_nodes.c): a unit test.
+check_PROGRAMS += tests/unit/test_remote_nodes.t
+TESTS += tests/unit/test_remote_nodes.t
+tests_unit_test_remote_nodes_t_SOURCES = tests/unit/test_remote_nodes.c \
+	cli/remote_nodes.c
+tests_unit_test_remote_nodes_t_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/cli \
+	$(REPORT_CPPFLAGS)
+tests_unit_test_remote_nodes_t_LDADD = report/librender.la $(UNIT_LDADD)

@@ -162,6 +162,27 @@ for node in "${nodes[@]}"; do
 	ok $? "$node: its agent's log is agent-$job1.0.$node.log"
 done
 
+# The job in the terminal: one view across its nodes, then each node's.
+commap=$top_builddir/cli/commap
+per_node_lines() {	# per_node_lines REPORT: a row for every node
+	local node
+	for node in "${nodes[@]}"; do
+		echo "$1" | grep -q "^  $node  *0 " || return 1
+	done
+}
+out=$(in_cluster "$commap" report "$job1" --service "$url" 2>&1)
+echo "$out" | grep -q "^job $job1 across 3 nodes" && per_node_lines "$out"
+rc=$?
+ok $rc "commap report $job1: a row per node under 'across 3 nodes'"
+[ "$(echo "$out" | grep -c "^communication matrix")" -eq 3 ]
+ok $? "commap report $job1: each node's matrix follows"
+[ $rc -eq 0 ] || diag "$out"
+out=$(in_cluster "$commap" jobs --service "$url" 2>&1)
+[ "$(echo "$out" | awk -v j="$job1" '$1 == j { print $7 }')" = 3 ]
+rc=$?
+ok $rc "commap jobs: NODES 3 for job $job1"
+[ $rc -eq 0 ] || diag "$out"
+
 # 2. A step on two of the three nodes.
 pairs_step "$E2E_DIR/job2" -N2 -n2 -c 2 -w node1,node3
 ok $? "srun -N2 -w node1,node3 exits 0"
