@@ -215,20 +215,25 @@ static void print_models(const char *base)
 /* An empty listing.  The service answers another user's jobs with an
  * empty list rather than a refusal (an admin sees them, others see only
  * their own): say so, rather than "(no jobs)" for jobs that may exist. */
-static void print_none(int jobs, const char *user)
+static void print_none(int jobs, const struct remote_args *a)
 {
 	const struct passwd *pw = getpwuid(getuid());
+	const char *user = a->user;
+	int filtered = a->app || a->since || a->until;
 
 	if (!jobs) {
 		printf("(no applications)\n");
 		return;
 	}
-	if (!user || (pw && !strcmp(pw->pw_name, user))) {
-		printf("(no jobs)\n");
+	if (user && !(pw && !strcmp(pw->pw_name, user))) {
+		printf("(no jobs of %s%s that you may see: the service shows "
+		       "you only your own\n jobs, unless you are one of its "
+		       "admins)\n", user, filtered ? " matching --app, "
+		       "--since, --until" : "");
 		return;
 	}
-	printf("(no jobs of %s that you may see: the service shows you only "
-	       "your own jobs,\n unless you are one of its admins)\n", user);
+	printf(filtered ? "(no jobs match --app, --since, --until)\n" :
+			  "(no jobs)\n");
 }
 
 static int run_list(const char *cmd, int argc, char *argv[], int jobs)
@@ -285,7 +290,7 @@ static int run_list(const char *cmd, int argc, char *argv[], int jobs)
 			       str_or(e, "executable", "-"));
 	}
 	if (!json_array_size(list))
-		print_none(jobs, a.user);
+		print_none(jobs, &a);
 	if (!jobs)
 		print_models(base);
 	rv = close_output(&a, stdout, 0);

@@ -77,7 +77,7 @@ same_json "jobs --format json is the API's answer" "$T/jobs-cli.json" \
 as $A jobs --app stencil --since 2026-01-01 --limit 5
 has "jobs --app/--since/--limit: A's job" "$out" 3001
 as $A jobs --app no-such-app
-has "jobs --app with no match: says so" "$out" "(no jobs)"
+has "jobs --app with no match: says so" "$out" "(no jobs match --app, --since, --until)"
 as $A jobs --since 2026-13-01
 is "a bad --since: usage error" "$status" 2
 has "  the message names the option" "$err" since

@@ -111,7 +111,10 @@ as $A jobs --user $B
 is "A lists B's jobs: exit 0" "$status" 0
 lacks "  not a bare '(no jobs)'" "$out" "(no jobs)"
 has "  says that only one's own jobs are visible" "$out" \
-	"(no jobs of $B that you may see: the service shows you only your own jobs"
+	"(no jobs of $B that you may see: the service shows you only your own"
+as $B jobs --app nothing-like-it
+has "an empty filtered list says the filters matched nothing" "$out" \
+	"(no jobs match --app, --since, --until)"
 as $B jobs --user $B
 has "B lists B's jobs: the job" "$out" "4002"
 as $A jobs
