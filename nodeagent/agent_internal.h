@@ -64,6 +64,11 @@ struct agent {
 	int npartner;
 	int interval_ms;
 	uint64_t t0_ns, next_scan_ns, next_interval_ns;
+	/* The time of the interval end or checkpoint being handled (0:
+	 * none): its decisions, aging and timeline entries all use it, as
+	 * its recording does (record.h), so that a replay makes them the
+	 * same. */
+	uint64_t decide_ns;
 	uint64_t next_checkpoint_ns;	/* inside a long interval */
 	uint64_t last_aged_ns;		/* the live matrix was aged */
 	int stdin_open;
@@ -135,6 +140,17 @@ static inline double elapsed_s(const struct agent *a)
 static inline double ms_since(uint64_t t)
 {
 	return (double)(now_ns() - t) / 1e6;
+}
+
+/* Now, or the time of the decision being made (decide_ns). */
+static inline uint64_t ag_now(const struct agent *a)
+{
+	return a->decide_ns ? a->decide_ns : now_ns();
+}
+
+static inline double ag_elapsed_s(const struct agent *a)
+{
+	return (double)(ag_now(a) - a->t0_ns) / 1e9;
 }
 
 /* ---- agent_place.c ------------------------------------------------ */

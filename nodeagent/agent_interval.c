@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "agent_internal.h"
+#include "record.h"
 
 void ag_read_thread_cpu(struct agent *a)
 {
@@ -62,7 +63,7 @@ static void fold_fresh(struct agent *a)
  * (cm_remap_aging: alpha per 200 ms). */
 void ag_age_live(struct agent *a)
 {
-	uint64_t now = now_ns();
+	uint64_t now = ag_now(a);
 	int ms = (int)((now - a->last_aged_ns) / 1000000u);
 
 	cm_matrix_age(a->live, cm_remap_aging(a->o->alpha, ms));
@@ -74,10 +75,10 @@ void ag_age_live(struct agent *a)
  * CM_REMAP_INTERVAL_MS_START: age the live matrix, fold the events so far
  * into it, and end the interval now when the heaviest partners of
  * CM_REMAP_PARTNER_THRESHOLD threads have changed (SPCD §IV-A's filter,
- * as at an interval's end) or a change is waiting for its recheck.  The matrix is then as current as with
- * 200 ms intervals, so a change after a long stable phase is decided on
- * at the next checkpoint that sees it rather than at the end of a 1 s
- * interval.  Nothing is decided here: ag_interval_end() does it. */
+ * as at an interval's end) or a change is waiting for its recheck.  The
+ * matrix is then as current as with 200 ms intervals, so a change after a
+ * long stable phase is decided on at the next checkpoint that sees it
+ * rather than at the end of a 1 s interval.  Nothing is decided here: ag_interval_end() does it. */
 void ag_checkpoint(struct agent *a)
 {
 	int changed;
@@ -86,8 +87,11 @@ void ag_checkpoint(struct agent *a)
 	    (!a->pin_ok && !a->dry_run) || !a->fresh ||
 	    a->interval_ms <= CHECKPOINT_MIN_INTERVAL_MS)
 		return;
+	a->decide_ns = now_ns();
+	cm_record_clock(a->rec, a->decide_ns, 0);
 	ag_age_live(a);
 	fold_fresh(a);
+	a->decide_ns = 0;
 	changed = ag_partners_compare(a, 0);
 	/* A change seen but not yet worth a remap (recheck) is looked at
 	 * again at each checkpoint, not a long interval later. */
@@ -99,8 +103,28 @@ void ag_checkpoint(struct agent *a)
 	}
 }
 
+/* What a replay needs of this interval's end (record.h): every thread
+ * of the step known by then, those that exited, and the time. */
+static void record_interval(struct agent *a)
+{
+	if (!a->rec)
+		return;
+	for (int i = 0; i < cm_tracker_nthreads(a->tr); i++) {
+		const struct cm_tracked_thread *th = cm_tracker_thread(a->tr,
+								       i);
+		const struct cm_tracked_proc *p = cm_tracker_proc(a->tr,
+								  th->proc);
+
+		cm_record_thread(a->rec, i, p->pid, th->tid, p->rank,
+				 th->index);
+		if (!th->alive)
+			cm_record_exit(a->rec, i);
+	}
+	cm_record_clock(a->rec, a->decide_ns, a->interval_ms);
+}
+
 /* End of an interval: merge, decide, map, age. */
-void ag_interval_end(struct agent *a)
+static void interval_decide(struct agent *a)
 {
 	struct cm_remap_input in = { .interval_ms = a->interval_ms,
 				     .partner_threshold =
@@ -142,9 +166,11 @@ void ag_interval_end(struct agent *a)
 	agent_debug("interval %d ms: %d partners changed, %d unplaced: %s",
 		    a->interval_ms, in.partners_changed, in.unplaced,
 		    d.reason);
-	if (d.pattern_changed)
+	if (d.pattern_changed) {
 		a->recheck = CM_REMAP_RECHECK_INTERVALS;
-	else if (a->recheck > 0)
+		/* a new phase: sample fast again (sample_rate.h) */
+		cm_collect_relearn(a->col, a->fresh, NULL);
+	} else if (a->recheck > 0)
 		a->recheck--;
 	if (d.compute && !ag_guard_holding(a) &&
 	    ag_remap(a, &s, sub, d.reason) == CM_REMAP_FULL)
@@ -158,4 +184,13 @@ void ag_interval_end(struct agent *a)
 out:
 	cm_matrix_free(sub);
 	cm_place_set_free(&s);
+}
+
+/* One time for the whole interval end: recorded, then decided on. */
+void ag_interval_end(struct agent *a)
+{
+	a->decide_ns = now_ns();
+	record_interval(a);
+	interval_decide(a);
+	a->decide_ns = 0;
 }

@@ -21,7 +21,9 @@
 #include "upload.h"
 
 /* The model is not (or no longer) used: one line, and the result says
- * why.  Learned runs on as dynamic; threads already pinned stay. */
+ * why (its model's reason; a model abandoned after use is also a
+ * warning, as the reason alone would not say it was used).  Learned runs
+ * on as dynamic; threads already pinned stay. */
 void ag_model_drop(struct agent *a, const char *why)
 {
 	char line[CM_ERROR_TEXT_MAX + 64];
@@ -29,7 +31,8 @@ void ag_model_drop(struct agent *a, const char *why)
 	snprintf(line, sizeof(line), "%s: %s", a->model.n ? "learned model "
 		 "abandoned" : "no learned model", why);
 	agent_warn("%s; running dynamic", line);
-	cm_agent_result_warn(&a->res, line);
+	if (a->model.n)
+		cm_agent_result_warn(&a->res, line);
 	a->res.model.state = CM_RESULT_MODEL_UNUSED;
 	snprintf(a->res.model.reason, sizeof(a->res.model.reason), "%s", why);
 	a->model_active = 0;

@@ -63,8 +63,8 @@ static void move_thread(struct agent *a, int i, int os)
 	}
 	if (a->cur_os[i] < 0)
 		record_pin_latency(a, th);
-	cm_agent_result_add_migration(&a->res, elapsed_s(a), i, a->cur_os[i],
-				      os);
+	cm_agent_result_add_migration(&a->res, ag_elapsed_s(a), i,
+				      a->cur_os[i], os);
 	agent_debug("thread %d (tid %d) -> PU %d", i, (int)th->tid, os);
 	a->cur_os[i] = os;
 	a->res.stats.pins++;
@@ -98,7 +98,7 @@ struct cm_result_mapping *ag_record_mapping(struct agent *a, double cost,
 		os[i] = alive ? a->cur_os[i] : -1;
 		live += alive;
 	}
-	if (cm_agent_result_add_mapping(&a->res, elapsed_s(a), os, n, cost,
+	if (cm_agent_result_add_mapping(&a->res, ag_elapsed_s(a), os, n, cost,
 					why) < 0) {
 		free(os);
 		return NULL;
@@ -518,7 +518,7 @@ static void note_full_remap(struct agent *a, const struct cm_place_set *s,
 	a->nundo = n;
 	a->undos = undo && cm_remap_equivalent(a->topo, s->n, undo, pu) ?
 		   a->undos + 1 : 0;
-	a->last_full_ns = now_ns();
+	a->last_full_ns = ag_now(a);
 }
 
 /* Are the weights observed under the threads' placement?  Only when the
@@ -611,8 +611,8 @@ enum cm_remap_plan_kind ag_remap(struct agent *a,
 	struct cm_error err;
 	uint64_t t = now_ns();
 	int *undo = undo_placement(a, s);
-	int hold = undo && !cm_remap_undo_allowed(ms_since(a->last_full_ns),
-						  a->undos);
+	int hold = undo && !cm_remap_undo_allowed(
+		(double)(ag_now(a) - a->last_full_ns) / 1e6, a->undos);
 
 	if (!alive || !cur || !target || !spu)
 		goto out;

@@ -21,7 +21,7 @@ struct cm_recorder {
 	int err;		/* first errno, 0 none */
 	uint64_t bytes;		/* written so far */
 	uint64_t dropped;	/* accesses left out past the limit */
-	unsigned char *seen;	/* thread index written */
+	unsigned char *seen;	/* per thread index: 1 written, 2 exited */
 	int seen_cap;
 };
 
@@ -116,6 +116,37 @@ void cm_record_thread(struct cm_recorder *r, int i, pid_t pid, pid_t tid,
 	}
 	check(r, fprintf(r->f, "thread %d %d %d %d %d\n", i, (int)pid,
 			 (int)tid, rank, index));
+}
+
+void cm_record_options(struct cm_recorder *r, uint64_t t0_ns, double alpha,
+		       double gain, const char *mode)
+{
+	if (!r || r->err)
+		return;
+	/* %.17g: the replay decides with the very same doubles */
+	check(r, fprintf(r->f, "options %llu %.17g %.17g %s\n",
+			 (unsigned long long)t0_ns, alpha, gain,
+			 mode && *mode ? mode : "dynamic"));
+}
+
+void cm_record_exit(struct cm_recorder *r, int i)
+{
+	if (!r || r->err || !cm_record_has_thread(r, i) || r->seen[i] == 2)
+		return;
+	r->seen[i] = 2;
+	check(r, fprintf(r->f, "exit %d\n", i));
+}
+
+void cm_record_clock(struct cm_recorder *r, uint64_t t_ns, int interval_ms)
+{
+	if (!r || r->err)
+		return;
+	if (interval_ms > 0)
+		check(r, fprintf(r->f, "interval %llu %d\n",
+				 (unsigned long long)t_ns, interval_ms));
+	else
+		check(r, fprintf(r->f, "checkpoint %llu\n",
+				 (unsigned long long)t_ns));
 }
 
 void cm_record_access(struct cm_recorder *r, int i,

@@ -11,6 +11,13 @@
  * the header holds the table's configuration and the clocks at start, the
  * trailer the topology and CPU set the agent mapped onto.
  *
+ * Version 3 also records the inputs of the agent's remap decisions, so
+ * that a replay makes them again (replay_clock.c): the options they use
+ * ("options"), the end of each interval and each checkpoint inside a long
+ * one with its time ("interval", "checkpoint": the accesses before the
+ * line are what was drained until then), every thread of the step as it
+ * is seen (its identity, "thread") and as it exits ("exit").
+ *
  * Writes are buffered (stdio) and never fail the agent: the first error
  * is kept, the recorder stops writing and says why at the end.  The file
  * is bounded: past 1 GiB less 1 MiB accesses are only counted, and the
@@ -28,8 +35,9 @@
 
 #define CM_RECORD_FORMAT "commap-recording"
 /* Version 2 adds each access's mapping start and class (evidence.h);
- * version 1 recordings are still read (sharer table only). */
-#define CM_RECORD_VERSION 2
+ * version 3 the decisions' inputs (above).  Versions 1 and 2 are still
+ * read (1: sharer table only; 1 and 2: one mapping at the end). */
+#define CM_RECORD_VERSION 3
 
 struct cm_recorder;
 
@@ -55,6 +63,19 @@ void cm_record_access(struct cm_recorder *r, int i,
 		      int cls, uint64_t time_ns);
 /* Whether thread index i has been written (cm_record_thread). */
 int cm_record_has_thread(const struct cm_recorder *r, int i);
+
+/* What the remap decisions depend on besides the events: the agent's
+ * start (t0_ns, CLOCK_MONOTONIC: the timeline's zero), the aging factor
+ * per 200 ms, the gain a remap must bring, the mode.  Once, before the
+ * first interval. */
+void cm_record_options(struct cm_recorder *r, uint64_t t0_ns, double alpha,
+		       double gain, const char *mode);
+/* Thread index i has exited (once per index). */
+void cm_record_exit(struct cm_recorder *r, int i);
+/* An interval of interval_ms ended at t_ns (CLOCK_MONOTONIC), before its
+ * decision; a checkpoint inside a long interval aged and folded at t_ns
+ * (interval_ms 0: written as "checkpoint"). */
+void cm_record_clock(struct cm_recorder *r, uint64_t t_ns, int interval_ms);
 
 /* The trailer: topo (the one mapped onto; NULL: none) as hwloc's
  * synthetic description of the whole machine and its allowed PUs as the

@@ -18,6 +18,9 @@ struct reader {
 	struct cm_replay *rp;
 	struct cm_detect_table *table;
 	struct cm_overlap *overlap;	/* version 2: the overlap too */
+	struct cm_matrix *fresh;	/* events since the last clock line */
+	cm_replay_clock_fn clock_fn;	/* NULL: none */
+	void *clock_ctx;
 	int version;
 	int lineno;
 	int header;		/* 0: want the format line, 1: want start,
@@ -115,8 +118,9 @@ static int on_thread(struct reader *r, char **w, int n)
 		return -1;
 	if (r->rp->threads[i].known)
 		return bad(r, "a second 'thread' line for this index");
-	r->rp->threads[i] = (struct cm_replay_thread){ pid, tid, rank, index,
-						       1 };
+	r->rp->threads[i] = (struct cm_replay_thread){
+		.pid = pid, .tid = tid, .rank = rank, .index = index,
+		.known = 1, .exited = r->rp->threads[i].exited };
 	return 0;
 }
 
@@ -145,7 +149,7 @@ static int on_access(struct reader *r, char **w, int n)
 		cm_block_key_shared(&key, space, inode, addr);
 	else
 		cm_block_key_private(&key, space, addr);
-	ev = cm_evidence_add(r->table, r->overlap, r->rp->m, i, &key, region,
+	ev = cm_evidence_add(r->table, r->overlap, r->fresh, i, &key, region,
 			     cls, t, &r->rp->refs);
 	if (ev < 0)
 		return cm_errorf(r->err, ENOMEM, "recording: out of memory");
@@ -153,6 +157,83 @@ static int on_access(struct reader *r, char **w, int n)
 	r->rp->events += (uint64_t)ev;
 	if (t > r->rp->last_ns)
 		r->rp->last_ns = t;
+	return 0;
+}
+
+/* The events since the last clock line join the run's matrix (as the
+ * agent folds them into its total), and the decisions' replay sees them;
+ * then a new interval's events start. */
+static int fold(struct reader *r, uint64_t t, int ms)
+{
+	struct cm_replay_clock ev = { t, ms, r->fresh };
+
+	if (cm_matrix_merge(r->rp->m, r->fresh, 1.0) < 0)
+		return cm_errorf(r->err, ENOMEM, "recording: out of memory");
+	if (r->clock_fn && r->clock_fn(r->clock_ctx, r->rp, &ev, r->err) < 0)
+		return -1;
+	cm_matrix_free(r->fresh);
+	r->fresh = cm_matrix_new(0);
+	return r->fresh ? 0 : cm_errorf(r->err, ENOMEM, "recording: out of "
+					"memory");
+}
+
+/* "interval TIME MS" and "checkpoint TIME" (version 3): times never go
+ * back (the replay ages by their differences). */
+static int on_clock(struct reader *r, char **w, int n)
+{
+	int interval = strcmp(w[0], "interval") == 0, ms = 0;
+	uint64_t t;
+
+	if (r->version < 3)
+		return bad(r, "a clock line needs version 3");
+	if (n != (interval ? 3 : 2) || word_u64(w[1], 10, &t) ||
+	    (interval && word_int(w[2], 1, 60000, &ms)))
+		return bad(r, interval ? "want 'interval TIME MS' (MS 1..60000)"
+			   : "want 'checkpoint TIME'");
+	if (t < r->rp->last_clock_ns)
+		return bad(r, "time goes back");
+	if (!r->rp->has_options)
+		return bad(r, "a clock line before 'options'");
+	r->rp->last_clock_ns = t;
+	r->rp->nintervals += interval;
+	return fold(r, t, ms);
+}
+
+/* "options T0 ALPHA GAIN MODE" (version 3), once before any clock line. */
+static int on_options(struct reader *r, char **w, int n)
+{
+	struct cm_replay *rp = r->rp;
+	char *end;
+
+	if (r->version < 3 || rp->has_options)
+		return bad(r, r->version < 3 ? "'options' needs version 3" :
+			   "'options' given twice");
+	if (n != 5 || word_u64(w[1], 10, &rp->t0_ns) ||
+	    strlen(w[4]) >= sizeof(rp->opt_mode))
+		return bad(r, "want 'options T0 ALPHA GAIN MODE'");
+	errno = 0;
+	rp->alpha = strtod(w[2], &end);
+	if (errno || *end || !(rp->alpha >= 0 && rp->alpha <= 1))
+		return bad(r, "options: ALPHA must be within 0..1");
+	rp->gain = strtod(w[3], &end);
+	if (errno || *end || !(rp->gain >= 0 && rp->gain <= 10))
+		return bad(r, "options: GAIN must be within 0..10");
+	strcpy(rp->opt_mode, w[4]);
+	rp->has_options = 1;
+	return 0;
+}
+
+/* "exit I" (version 3): thread I has exited. */
+static int on_exit_line(struct reader *r, char **w, int n)
+{
+	int i;
+
+	if (r->version < 3 || n != 2 ||
+	    word_int(w[1], 0, CM_REPLAY_MAX_THREADS - 1, &i))
+		return bad(r, "want 'exit I' (I < 4096, version 3)");
+	if (grow_threads(r, i) < 0)
+		return -1;
+	r->rp->threads[i].exited = 1;
 	return 0;
 }
 
@@ -188,8 +269,9 @@ static int on_trailer(struct reader *r, char **w, int n)
 		rp->complete = 1;
 		return 0;
 	}
-	return bad(r, "unknown line (want a, thread, topology, cpuset, "
-		   "dry_run, mode, dropped or end)");
+	return bad(r, "unknown line (want a, thread, exit, interval, "
+		   "checkpoint, options, topology, cpuset, dry_run, mode, "
+		   "dropped or end)");
 }
 
 /* The three header lines, in order. */
@@ -203,10 +285,15 @@ static int on_header(struct reader *r, char **w, int n)
 		if (n != 2 || strcmp(w[0], CM_RECORD_FORMAT) ||
 		    word_int(w[1], 0, 1000, &v))
 			return bad(r, "not a commap recording (want "
-				   "'" CM_RECORD_FORMAT " 1')");
-		if (v < 1 || v > CM_RECORD_VERSION)
-			return bad(r, "unsupported version (this commap reads "
-				   "versions 1 and 2)");
+				   "'" CM_RECORD_FORMAT " 3')");
+		if (v < 1 || v > CM_RECORD_VERSION) {
+			char m[96];
+
+			snprintf(m, sizeof(m), "unsupported version %d (this "
+				 "commap reads versions 1 to %d)", v,
+				 CM_RECORD_VERSION);
+			return bad(r, m);
+		}
 		r->version = v;
 	} else if (r->header == 1) {
 		if (n != 3 || strcmp(w[0], "start") ||
@@ -257,6 +344,12 @@ static int on_line(struct reader *r, char *line)
 		return on_access(r, w, n);
 	if (strcmp(w[0], "thread") == 0)
 		return on_thread(r, w, n);
+	if (!strcmp(w[0], "interval") || !strcmp(w[0], "checkpoint"))
+		return on_clock(r, w, n);
+	if (strcmp(w[0], "options") == 0)
+		return on_options(r, w, n);
+	if (strcmp(w[0], "exit") == 0)
+		return on_exit_line(r, w, n);
 	return on_trailer(r, w, n);
 }
 
@@ -299,22 +392,38 @@ static int each_line(struct reader *r, const char *text, size_t len)
 	return 0;
 }
 
-int cm_replay_parse(const char *text, size_t len, struct cm_replay *rp,
-		    struct cm_error *err)
+int cm_replay_parse_clocked(const char *text, size_t len,
+			    struct cm_replay *rp, cm_replay_clock_fn fn,
+			    void *ctx, struct cm_error *err)
 {
-	struct reader r = { rp, NULL, NULL, 0, 0, 0, err };
+	struct reader r = { .rp = rp, .clock_fn = fn, .clock_ctx = ctx,
+			    .err = err };
 	int rc;
 
 	memset(rp, 0, sizeof(*rp));
 	strcpy(rp->mode, "dynamic");
 	rp->m = cm_matrix_new(0);
-	if (!rp->m)
+	r.fresh = cm_matrix_new(0);
+	if (!rp->m || !r.fresh) {
+		cm_matrix_free(r.fresh);
+		cm_replay_free(rp);
 		return cm_errorf(err, ENOMEM, "recording: out of memory");
+	}
 	rc = each_line(&r, text, len);
+	/* what was drained after the last clock line (the agent's end) */
+	if (rc == 0 && cm_matrix_merge(rp->m, r.fresh, 1.0) < 0)
+		rc = cm_errorf(err, ENOMEM, "recording: out of memory");
 	cm_overlap_stats(r.overlap, &rp->overlap);
 	cm_detect_table_free(r.table);
 	cm_overlap_free(r.overlap);
+	cm_matrix_free(r.fresh);
 	if (rc < 0)
 		cm_replay_free(rp);
 	return rc;
+}
+
+int cm_replay_parse(const char *text, size_t len, struct cm_replay *rp,
+		    struct cm_error *err)
+{
+	return cm_replay_parse_clocked(text, len, rp, NULL, NULL, err);
 }

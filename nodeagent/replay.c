@@ -13,6 +13,7 @@
 #include "commap/topology.h"
 #include "remap_policy.h"
 #include "replay.h"
+#include "replay_clock.h"
 
 /* Largest recording read (a few million accesses). */
 #define MAX_RECORDING_BYTES (1ull << 30)
@@ -185,9 +186,26 @@ static int fill_threads(const struct cm_replay *rp,
 	return rc;
 }
 
+/* A version 3 recording with its intervals: the agent's decisions made
+ * again, the whole timeline (replay_clock.h). */
+static int replay_decisions(const char *text, size_t len,
+			    const struct cm_replay *rp,
+			    struct cm_agent_result *res, struct cm_error *err)
+{
+	struct cm_topo *topo = NULL;
+	int rc;
+
+	if (load_topology(rp, &topo, err) < 0)
+		return -1;
+	rc = cm_replay_clock_run(text, len, rp, topo, res, err);
+	cm_topo_free(topo);
+	return rc;
+}
+
 /* Everything in the result from the recording alone: no clock, no host,
  * no user of the machine that replays. */
-static int fill_result(const struct cm_replay *rp, struct cm_agent_result *res,
+static int fill_result(const char *text, size_t len,
+		       const struct cm_replay *rp, struct cm_agent_result *res,
 		       struct cm_error *err)
 {
 	uint64_t end = rp->start_real_ns + (rp->last_ns > rp->start_mono_ns ?
@@ -220,6 +238,13 @@ static int fill_result(const struct cm_replay *rp, struct cm_agent_result *res,
 				     "mapping");
 		return 0;
 	}
+	if (rp->has_options && rp->nintervals > 0 &&
+	    strcmp(rp->opt_mode, "dynamic") == 0)
+		return replay_decisions(text, len, rp, res, err);
+	if (rp->has_options && strcmp(rp->opt_mode, "dynamic") != 0)
+		cm_agent_result_warn(res, "the recorded run was not dynamic: "
+				     "its decisions are not replayed, one "
+				     "mapping at the end");
 	return map_once(rp, res, err);
 }
 
@@ -249,7 +274,7 @@ int cm_replay_run(const char *path, const char *output)
 	if (!text || cm_replay_parse(text, len, &rp, &err) < 0)
 		goto out;
 	res.pus = pus_of(&rp);
-	if (fill_result(&rp, &res, &err) == 0 &&
+	if (fill_result(text, len, &rp, &res, &err) == 0 &&
 	    (doc = cm_agent_result_json(&res, rp.m, &err)) != NULL) {
 		if (output)
 			rc = cm_result_write_file(output, doc, &err) < 0;

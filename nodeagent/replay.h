@@ -36,6 +36,7 @@ struct cm_replay_thread {
 	pid_t pid, tid;
 	int rank, index;
 	int known;		/* a "thread" line was read */
+	int exited;		/* an "exit" line was read (version 3) */
 };
 
 /* A parsed recording with its matrix rebuilt. */
@@ -55,13 +56,36 @@ struct cm_replay {
 	int complete;		/* the "end" line was read */
 	uint64_t dropped;	/* accesses the recorder left out (size) */
 	struct cm_matrix *m;
+	/* version 3: the decisions' options ("options"), 0 when absent */
+	int has_options;
+	uint64_t t0_ns;		/* the agent's start, CLOCK_MONOTONIC */
+	double alpha, gain;
+	char opt_mode[16];
+	int nintervals;		/* "interval" lines read */
+	uint64_t last_clock_ns;	/* the last interval or checkpoint */
 };
+
+/* A clock line of a version 3 recording (record.h), given to the replay
+ * of the decisions once the accesses before it are in the matrix. */
+struct cm_replay_clock {
+	uint64_t t_ns;		/* CLOCK_MONOTONIC */
+	int interval_ms;	/* the interval's length; 0: a checkpoint */
+	const struct cm_matrix *fresh;	/* the events since the last one */
+};
+typedef int (*cm_replay_clock_fn)(void *ctx, const struct cm_replay *rp,
+				  const struct cm_replay_clock *ev,
+				  struct cm_error *err);
 
 /* Read a recording from text (len bytes, not NUL-terminated) into rp.
  * 0, or -1 with errno EINVAL (err: "line N: what is wrong") or ENOMEM;
  * rp is then empty. */
 int cm_replay_parse(const char *text, size_t len, struct cm_replay *rp,
 		    struct cm_error *err);
+/* The same, calling fn (when not NULL) at each clock line; fn's -1 (with
+ * err set) ends the parse with it. */
+int cm_replay_parse_clocked(const char *text, size_t len,
+			    struct cm_replay *rp, cm_replay_clock_fn fn,
+			    void *ctx, struct cm_error *err);
 void cm_replay_free(struct cm_replay *rp);
 
 /* The whole replay: read path, rebuild, map, write the commap-result to

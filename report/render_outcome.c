@@ -200,17 +200,6 @@ const char *cm_report_model_reason(const json_t *doc, char *buf,
 	return buf;
 }
 
-/* The agent also lists a model it could not use among its warnings, in
- * the service's words; the model line below says it readably, once. */
-static int model_warning(const json_t *doc, const json_t *w)
-{
-	const json_t *m = json_object_get(doc, "model");
-
-	return m && !json_is_true(json_object_get(m, "used")) &&
-	       str(m, "reason") &&
-	       !strncmp(json_string_value(w), "no learned model: ", 18);
-}
-
 json_t *cm_report_outcome(const json_t *doc)
 {
 	json_t *a = json_array(), *w;
@@ -225,7 +214,7 @@ json_t *cm_report_outcome(const json_t *doc)
 	thin_evidence(doc, thin, sizeof(thin));
 	bad = headline(a, doc, thin);
 	json_array_foreach(json_object_get(doc, "warnings"), i, w)
-		if (json_string_value(w) && !model_warning(doc, w))
+		if (json_string_value(w))
 			bad |= add(a, "warning", "warning: %s",
 				   json_string_value(w));
 	if (np && num(json_object_get(doc, "stats"), "pins", 0) > 0)

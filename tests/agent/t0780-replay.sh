@@ -1,10 +1,12 @@
 #!/bin/bash
 # Recordings and replay (docs/formats.md "Recordings"): a live dry run
-# recorded with `commap run --record` replays to the same matrix as the
-# live result's, and to the same bytes twice; the recordings kept in
-# tests/data/recordings (real runs, README there) replay to the pairs they
-# were recorded from, each pair mapped onto one core; bad recordings and
-# command lines are refused with a message naming the problem.
+# recorded with `commap run --record` replays to the same matrix and the
+# same mapping timeline as the live result's, and to the same bytes twice;
+# the recordings kept in tests/data/recordings (real runs, README there)
+# replay to the pairs they were recorded from (version 2), and to the
+# decisions of the interval clock (version 3): a stable pattern is mapped
+# once, a phase change is remapped, and only with aging; bad recordings
+# and command lines are refused with a message naming the problem.
 . "$top_srcdir/tests/integration/tap.sh"
 pairs="$top_builddir/tests/agent/pairs"
 recordings="$top_srcdir/tests/data/recordings"
@@ -58,8 +60,17 @@ ok "replay: a commap-result of mode replay, the live run's threads" \
 ok "replay: the recorded machine and CPU set" \
 	py 'r[0]["topology"]["cpuset"] == "0-7" and r[0]["topology"]["pus"] == 8
 and r[0]["topology"]["dry_run"]' "$T/r1.json"
+ok "replay: the live run's timeline, mapping for mapping (time, PUs, reason, cost)" \
+	py 'r[0]["timeline"] and r[0]["timeline"] == r[1]["timeline"] and
+r[0].get("migrations") == r[1].get("migrations") and
+r[0]["stats"]["intervals"] == r[1]["stats"]["intervals"]' \
+	"$T/live.json" "$T/r1.json"
+ok "replay: no divergence from the recorded intervals" \
+	py 'not [w for w in r[0].get("warnings", []) if "differ" in w]' \
+	"$T/r1.json"
 
-# 2. The kept recordings: real runs of pairs (README there).
+# 2. The kept recordings of version 2 (still read): real runs of pairs
+# (README there), one mapping at the end.
 for rec in "$recordings"/pairs4-dry.rec:2 "$recordings"/pairs2-2cpus.rec:1; do
 	f=${rec%:*} per=${rec##*:} name=$(basename "${rec%:*}")
 	"$commap" replay "$f" >"$T/a.json" 2>"$T/err"
@@ -71,7 +82,41 @@ r[0]["edges"] and all(j == i + 1 and i % 2 == 1 for i, j, w in r[0]["edges"])' \
 	ok "$name: each mapped pair on one core" pairs_on_cores "$T/a.json" "$per"
 done
 
-# 3. Refused: each message names the problem.
+# 3. The decisions, from kept recordings of real dry runs (version 3).
+# A stable pattern: one mapping, none after it, in every interval.
+rec="$recordings/pairs4-stable.rec"
+"$commap" replay "$rec" >"$T/s1.json" && "$commap" replay "$rec" >"$T/s2.json"
+ok "stable pairs: the same bytes twice" cmp -s "$T/s1.json" "$T/s2.json"
+n=$(grep -c '^interval ' "$rec")
+ok "stable pairs: one mapping (initial) over all its $n intervals, no remap" \
+	py 'len(r[0]["timeline"]) == 1 and
+r[0]["timeline"][0]["reason"] == "initial" and
+r[0]["stats"]["intervals"] == '"$n" "$T/s1.json"
+ok "stable pairs: each mapped pair on one core" pairs_on_cores "$T/s1.json" 2
+# A phase change (threads 0-1 and 2-3, then 0-2 and 1-3 from 1.5 s):
+# remapped after the switch, the new partners each within a package.
+rec="$recordings/phases4-dry.rec"
+"$commap" replay "$rec" >"$T/p1.json" && "$commap" replay "$rec" >"$T/p2.json"
+ok "phases: the same bytes twice" cmp -s "$T/p1.json" "$T/p2.json"
+ok "phases: remapped after the switch (pattern or recheck)" \
+	py 'len(r[0]["timeline"]) >= 2 and r[0]["timeline"][-1]["t"] > 1.5 and
+r[0]["timeline"][-1]["reason"] in ("pattern", "recheck")' "$T/p1.json"
+ok "phases: the second phase's partners share a package at the end" \
+	py 'all(m[a] // 4 == m[b] // 4 for m in [r[0]["timeline"][-1]
+["pu_of_thread"]] for a, b in ((0, 2), (1, 3)))' "$T/p1.json"
+ok "phases: the recorded run's decisions, no divergence" \
+	py 'not [w for w in r[0].get("warnings", []) if "differ" in w]' \
+	"$T/p1.json"
+# Aging: the same events without aging (alpha 1) never forget the first
+# phase, so no remap comes, and the replay says it left the recorded run.
+sed 's/^options \([0-9]*\) [^ ]* /options \1 1 /' "$rec" >"$T/noage.rec"
+"$commap" replay "$T/noage.rec" >"$T/n1.json"
+ok "aging: without it, the first phase's mapping stays, said to differ" \
+	py 'len(r[0]["timeline"]) == 1 and
+[w for w in r[0].get("warnings", []) if "differ from the recorded" in w]' \
+	"$T/n1.json"
+
+# 4. Refused: each message names the problem.
 printf 'commap-recording 1\nstart 1 2\ndetect 4096 1024 0\na 5 0 0 0 zz 0\n' \
 	>"$T/bad.rec"
 run "$commap" replay "$T/bad.rec"
@@ -81,6 +126,25 @@ printf 'commap-recording 1\nstart 1 2\n' >"$T/short.rec"
 run "$commap" replay "$T/short.rec"
 ok "header cut short: exit 1, said so" \
 	[ "$status" -eq 1 ] && printf '%s' "$err" | grep -q "ends inside its header"
+printf 'commap-recording 9\nstart 1 2\ndetect 4096 1024 0\n' >"$T/v9.rec"
+run "$commap" replay "$T/v9.rec"
+ok "a later version: exit 1, the version named" \
+	[ "$status" -eq 1 ] && printf '%s' "$err" | grep -q "unsupported version 9"
+printf 'commap-recording 3\nstart 1 2\ndetect 4096 1024 0\ninterval 5 200\n' \
+	>"$T/noopt.rec"
+run "$commap" replay "$T/noopt.rec"
+ok "an interval before the options: exit 1, said so" \
+	[ "$status" -eq 1 ] && printf '%s' "$err" | grep -q "line 4: a clock line before"
+printf 'commap-recording 3\nstart 1 2\ndetect 4096 1024 0\noptions 1 0.75 0.05 dynamic\ninterval 9 200\ncheckpoint 8\n' \
+	>"$T/back.rec"
+run "$commap" replay "$T/back.rec"
+ok "time going back: exit 1, the line named" \
+	[ "$status" -eq 1 ] && printf '%s' "$err" | grep -q "line 6: time goes back"
+printf 'commap-recording 2\nstart 1 2\ndetect 4096 1024 0\ninterval 9 200\n' \
+	>"$T/v2clock.rec"
+run "$commap" replay "$T/v2clock.rec"
+ok "a clock line in version 2: exit 1, said so" \
+	[ "$status" -eq 1 ] && printf '%s' "$err" | grep -q "needs version 3"
 printf 'P1\n' >"$T/other.rec"
 run "$commap" replay "$T/other.rec"
 ok "not a recording: exit 1, said so" \

@@ -6,7 +6,9 @@
  * the line where there is one; an accepted one has at most
  * CM_REPLAY_MAX_THREADS threads, a matrix no larger, whose total weight is
  * the number of events the table reported, and parsing it again gives the
- * same matrix (the replay is deterministic).
+ * same matrix (the replay is deterministic); read with a clock hook
+ * (version 3), it is called once per clock line, with times that never
+ * go back, and the events it is given weigh no more than the matrix.
  */
 #include <math.h>
 #include <stdint.h>
@@ -16,6 +18,43 @@
 #include "replay.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+struct clocks {
+	int n;
+	uint64_t last;
+	double fresh;
+};
+
+static int on_clock(void *ctx, const struct cm_replay *rp,
+		    const struct cm_replay_clock *ev, struct cm_error *err)
+{
+	struct clocks *c = ctx;
+
+	(void)rp;
+	(void)err;
+	fuzz_require(ev->t_ns >= c->last && ev->fresh, "clock lines in order");
+	c->last = ev->t_ns;
+	c->n++;
+	c->fresh += cm_matrix_total(ev->fresh);
+	return 0;
+}
+
+static void check_clocked(const char *text, size_t size,
+			  const struct cm_replay *rp)
+{
+	struct clocks c = { 0, 0, 0 };
+	struct cm_replay again;
+	struct cm_error err = { "" };
+
+	fuzz_require(cm_replay_parse_clocked(text, size, &again, on_clock, &c,
+					     &err) == 0,
+		     "accepted with a clock hook too");
+	fuzz_require(c.n >= again.nintervals && again.nintervals ==
+		     rp->nintervals, "one call per clock line");
+	fuzz_require(c.fresh <= cm_matrix_total(again.m) * (1 + 1e-9) + 1e-9,
+		     "the events given weigh no more than the matrix");
+	cm_replay_free(&again);
+}
 
 static void check_accepted(const char *text, size_t size,
 			   const struct cm_replay *rp)
@@ -39,6 +78,7 @@ static void check_accepted(const char *text, size_t size,
 		     cm_matrix_total(again.m) == cm_matrix_total(rp->m),
 		     "the same recording gives the same matrix");
 	cm_replay_free(&again);
+	check_clocked(text, size, rp);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -125,9 +125,12 @@ struct bad_case {
 	const char *text, *want;
 };
 
+#define V3 "commap-recording 3\nstart 1 2\ndetect 4096 1024 0\n"
+#define OPT "options 1 0.75 0.05 dynamic\n"
+
 static const struct bad_case bad[] = {
 	{ "", "ends inside its header" },
-	{ "commap-recording 3\n", "line 1: unsupported version" },
+	{ "commap-recording 4\n", "line 1: unsupported version 4" },
 	{ "commap-matrix 1\n", "line 1: not a commap recording" },
 	{ "commap-recording 1\nstart x 1\n", "line 2: want 'start" },
 	{ "commap-recording 1\nstart 1 2\ndetect 100 1024 0\n",
@@ -150,6 +153,19 @@ static const struct bad_case bad[] = {
 	  "line 4: empty line" },
 	{ "commap-recording 1\nstart 1 2\ndetect 4096 1024 0\ncpuset 1\n"
 	  "cpuset 2\n", "line 5: given twice" },
+	/* version 3: the decisions' inputs */
+	{ "commap-recording 2\nstart 1 2\ndetect 4096 1024 0\nexit 1\n",
+	  "line 4: want 'exit I'" },
+	{ "commap-recording 2\nstart 1 2\ndetect 4096 1024 0\n"
+	  "options 1 0.75 0.05 dynamic\n", "line 4: 'options' needs version 3" },
+	{ V3 "interval 5 200\n", "line 4: a clock line before 'options'" },
+	{ V3 OPT "options 1 0.75 0.05 dynamic\n", "line 5: 'options' given" },
+	{ V3 "options 1 1.5 0.05 dynamic\n", "line 4: options: ALPHA" },
+	{ V3 "options 1 0.75 nan dynamic\n", "line 4: options: GAIN" },
+	{ V3 OPT "interval 5 0\n", "line 5: want 'interval TIME MS'" },
+	{ V3 OPT "interval 9 200\ncheckpoint 8\n", "line 6: time goes back" },
+	{ V3 OPT "checkpoint\n", "line 5: want 'checkpoint TIME'" },
+	{ V3 OPT "exit 4096\n", "line 5: want 'exit I'" },
 };
 
 static void test_bad(void)
@@ -178,6 +194,75 @@ static void test_dropped(void)
 	cm_replay_free(&rp);
 }
 
+/* What the decisions' replay is given at each clock line. */
+struct clocks {
+	int n, ms[4];
+	double fresh;		/* the events' weight given, in all */
+};
+
+static int on_clock(void *ctx, const struct cm_replay *rp,
+		    const struct cm_replay_clock *ev, struct cm_error *err)
+{
+	struct clocks *c = ctx;
+
+	(void)rp;
+	(void)err;
+	if (c->n < 4)
+		c->ms[c->n] = ev->interval_ms;
+	c->n++;
+	c->fresh += cm_matrix_total(ev->fresh);
+	return 0;
+}
+
+/* Version 3: options, interval ends, checkpoints and exits written by the
+ * recorder come back, and the events between clock lines add up to the
+ * run's matrix. */
+static void test_clock(const char *path)
+{
+	struct cm_detect_config cfg = { 4096, 1024, 100 * MS };
+	struct cm_recorder *r = cm_record_open(path, NULL);
+	struct clocks c = { 0 };
+	struct cm_replay rp;
+	struct cm_error err = { "" };
+	size_t len;
+	char *text;
+
+	cm_record_detect(r, &cfg);
+	cm_record_options(r, 7, 0.75, 0.05, "dynamic");
+	for (int i = 0; i < 7; i++)
+		cm_record_thread(r, i, 100, 200 + i, 0, i);
+	for (int i = 0; i < NACC; i++) {
+		struct cm_block_key k;
+
+		key_of(&accs[i], &k);
+		cm_record_access(r, accs[i].thread, &k, 0, CM_REF_READONLY,
+				 accs[i].t);
+		if (i == NACC / 2)
+			cm_record_clock(r, 1000, 200);
+	}
+	cm_record_exit(r, 3);
+	cm_record_exit(r, 3);
+	cm_record_clock(r, 2000, 0);
+	cm_record_exit(r, 9);		/* never written: no identity */
+	ok(cm_record_close(r, NULL, 1, "dynamic", &err) == 0, "closed (%s)",
+	   err.text);
+	text = slurp(path, &len);
+	ok(cm_replay_parse_clocked(text, len, &rp, on_clock, &c, &err) == 0,
+	   "version 3 read back (%s)", err.text);
+	ok(rp.has_options && rp.t0_ns == 7 && rp.alpha == 0.75 &&
+	   rp.gain == 0.05 && strcmp(rp.opt_mode, "dynamic") == 0,
+	   "the options, the very same doubles");
+	ok(c.n == 2 && c.ms[0] == 200 && c.ms[1] == 0 && rp.nintervals == 1,
+	   "an interval end, then a checkpoint (%d calls)", c.n);
+	ok(c.fresh > 0 && c.fresh <= cm_matrix_total(rp.m) &&
+	   rp.last_clock_ns == 2000, "the events between clock lines are "
+	   "the matrix's (%g of %g)", c.fresh, cm_matrix_total(rp.m));
+	ok(rp.threads[3].exited && !rp.threads[2].exited && rp.nthreads == 7,
+	   "an exit, once, only of a thread written");
+	cm_replay_free(&rp);
+	free(text);
+}
+
 int main(void)
 {
 	char path[] = "/tmp/commap-test-record.XXXXXX";
@@ -188,6 +273,7 @@ int main(void)
 	test_round_trip(path);
 	test_bad();
 	test_dropped();
+	test_clock(path);
 	unlink(path);
 	return done_testing();
 }
