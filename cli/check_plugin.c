@@ -20,7 +20,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "commands.h"
 #include "plugstack.h"
 #include "spank_config.h"
 
@@ -42,7 +41,6 @@ struct plug_found {
 	char line[4096];	/* that line, kept for its words */
 	struct plugstack_line pl;
 	int count;		/* lines naming the plugin */
-	int failed;		/* a FAIL line was printed */
 	char plugindir[PATH_MAX];	/* slurm.conf's PluginDir, or "" */
 };
 
