@@ -16,10 +16,15 @@
 # deploy/demo.sh stop stops the daemons.  Run as root.
 # deploy/demo.sh --installed uses the Debian packages installed instead
 # (docs/install.md) and builds only the demo applications.
+# deploy/demo.sh --nodes N: N Slurm nodes on this machine and one job of
+# MPI ranks and OpenMP threads across them (deploy/demo-nodes.sh).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 installed=no
 [ "${1:-}" = --installed ] && { installed=yes; shift; }
+nodes=1
+[ "${1:-}" = --nodes ] && { nodes=${2:-}; shift 2 || shift; }
+case $nodes in [1-9]|[1-9][0-9]) ;; *) echo "demo: --nodes wants 1 to 99 nodes, not '$nodes'" >&2; exit 2 ;; esac
 prefix=${PREFIX:-/usr/local}
 [ $installed = no ] || prefix=/usr
 spool=/var/spool/commap
@@ -31,6 +36,7 @@ export COMMAP_PREFIX=$prefix
 
 if [ "${1:-}" = stop ]; then
 	bash "$top/deploy/service/service.sh" stop
+	bash "$top/deploy/demo-nodes.sh" stop
 	bash "$top/deploy/cluster/cluster.sh" stop
 	exit 0
 fi
@@ -61,6 +67,8 @@ wl=$build/tests/workloads
 commap=$prefix/bin/commap
 echo "installed: $($commap --version); agent $prefix/libexec/commap/commap-agent;" \
 	"plugin $plugin; service $prefix/sbin/commap-service"
+[ "$nodes" = 1 ] || { export DEMO_PLUGIN=$plugin DEMO_BUILD=$build DEMO_SPOOL=$spool
+	exec bash "$top/deploy/demo-nodes.sh" "$nodes"; }
 
 say "starting munge, slurmctld, slurmd and the commap service"
 mkdir -p "$conf_dir" "$spool"
@@ -68,6 +76,7 @@ mkdir -p "$conf_dir" "$spool"
 chown root:root "$spool" && chmod 0700 "$spool"
 echo "optional $plugin default=off service=$service_url spool=$spool" \
 	>"$conf_dir/plugstack.conf"
+bash "$top/deploy/demo-nodes.sh" stop	# the service of a --nodes demo, if any
 bash "$top/deploy/cluster/cluster.sh" start
 bash "$top/deploy/service/service.sh" start
 export SLURM_CONF=$conf_dir/slurm.conf
