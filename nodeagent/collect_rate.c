@@ -174,10 +174,23 @@ int cm_collect_relearn(struct cm_collector *c, struct cm_matrix *m,
 	return 1;
 }
 
-/* Feed one interval's use to the budget and the policy; 1 when the
- * period changed, 0 not, -1 a change failed. */
+/* The agent's drain CPU time since the last call that the period is
+ * charged with (sample_rate.h, CM_RATE_AGENT_COST_MAX_NS). */
+static uint64_t agent_charged(const struct cm_collector *c,
+			      uint64_t samples)
+{
+	uint64_t used = c->drain_cpu_ns - c->rate_agent_ns;
+	uint64_t most = (samples - c->rate_samples) *
+			CM_RATE_AGENT_COST_MAX_NS;
+
+	return used < most ? used : most;
+}
+
+/* Feed one interval's use to the budget (the agent's CPU time as used,
+ * agent_d) and the policy (as charged); 1 when the period changed, 0
+ * not, -1 a change failed. */
 static int adapt_step(struct cm_collector *c, uint64_t app_d,
-		      uint64_t agent_d, uint64_t samples_d,
+		      uint64_t agent_d, uint64_t charged, uint64_t samples_d,
 		      struct cm_matrix *m, struct cm_error *err)
 {
 	struct cm_rate_config cfg = phase_config(c);
@@ -192,7 +205,7 @@ static int adapt_step(struct cm_collector *c, uint64_t app_d,
 		c->rate_started = true;
 		return 0;
 	}
-	next = cm_rate_update(&c->rate, &cfg, app_d, agent_d, samples_d,
+	next = cm_rate_update(&c->rate, &cfg, app_d, charged, samples_d,
 			      now);
 	c->st.overhead = c->rate.last_overhead;
 	if (!next)
@@ -232,6 +245,7 @@ int cm_collect_adapt_period(struct cm_collector *c, const double *cpu_s,
 	rv = 0;
 	if (c->budget_base)
 		rv = adapt_step(c, app_d, c->drain_cpu_ns - c->rate_agent_ns,
+				agent_charged(c, samples),
 				samples - c->rate_samples, m, err);
 	c->budget_base = true;
 	c->rate_app_ns = app;

@@ -233,7 +233,8 @@ int cm_rate_budget_learn(struct cm_rate_budget *b,
 			 const struct cm_rate_config *cfg, uint64_t period_ns,
 			 uint64_t now_ns)
 {
-	if (!learning_on(cfg) || b->phase == CM_RATE_LEARN)
+	if (!learning_on(cfg) || b->phase == CM_RATE_LEARN || !b->nspend ||
+	    b->spend[b->nspend - 1].app_cpu_ns < CM_RATE_RELEARN_GAP_NS)
 		return 0;
 	cm_rate_budget_begin(b, CM_RATE_LEARN, period_ns, now_ns);
 	b->learn_left_ns = cfg->learn_app_cpu_ns / 2;

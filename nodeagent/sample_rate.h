@@ -90,6 +90,17 @@
  * code pays 25% more per sample than the model, and the agent's own CPU
  * comes on top). */
 #define CM_RATE_LEARN_FACTOR 3.0
+/* A phase change learns again only after this much application CPU time
+ * of watching (a noisy pattern must not keep the rate at 3×: at most
+ * 1 s in 11 s of CPU time at 3×, 0.2% of it above the budget). */
+#define CM_RATE_RELEARN_GAP_NS 10000000000ull	/* 10 s of CPU */
+/* The agent's CPU time per sample that the period is charged with at
+ * most: its per-sample work (decoding from the cache, the table, the
+ * overlap) is 1-2 us; what a drain costs beyond that (reading empty
+ * rings, maps and code read once per new mapping or IP) does not shrink
+ * with the period.  Charged in full it drove the period to its cap on a
+ * busy node (100 us a sample at 10 ms, load 50), and kept it there. */
+#define CM_RATE_AGENT_COST_MAX_NS 20000ull
 #define CM_RATE_DEFAULT_LEARN_CPU_NS 2000000000ull	/* 2 s of CPU */
 
 /* A measured sample cost is kept within these: below 0.5 µs is noise (an
@@ -223,8 +234,9 @@ void cm_rate_budget_begin(struct cm_rate_budget *b, enum cm_rate_phase p,
 			  uint64_t period_ns, uint64_t now_ns);
 
 /* A phase change: learn again for half the first phase's CPU time.
- * Returns 1 when a learning phase begins now, 0 when it is off or
- * already learning. */
+ * Returns 1 when a learning phase begins now, 0 when it is off, already
+ * learning, or the watching phase has not yet had
+ * CM_RATE_RELEARN_GAP_NS of application CPU time. */
 int cm_rate_budget_learn(struct cm_rate_budget *b,
 			 const struct cm_rate_config *cfg, uint64_t period_ns,
 			 uint64_t now_ns);

@@ -476,16 +476,21 @@ static void test_collect_phases(struct cm_collector *c,
 	   st.budget.spend[1].period_ns == watch,
 	   "then watching at %llu us; the learning phase's 2.1 s accounted",
 	   (unsigned long long)(watch / US));
-	is_int(cm_collect_relearn(c, NULL, &e), 1, "a phase change: learn");
+	is_int(cm_collect_relearn(c, NULL, &e), 0,
+	       "a phase change right away: no learning yet");
+	cpu = 12.6;
+	cm_collect_adapt_period(c, &cpu, 1, NULL, &e);
+	is_int(cm_collect_relearn(c, NULL, &e), 1,
+	       "a phase change after 10 s of CPU watching: learn");
 	is_int(cm_collect_relearn(c, NULL, &e), 0, "... once");
 	cm_collect_stats(c, &st);
 	ok(st.budget.phase == CM_RATE_LEARN && st.period == learn &&
 	   st.budget.nspend == 3, "at the learning period again");
-	cpu = 3.5;
+	cpu = 13.5;
 	cm_collect_adapt_period(c, &cpu, 1, NULL, &e);
 	cm_collect_stats(c, &st);
 	ok(st.budget.phase == CM_RATE_LEARN, "0.9 s later: still learning");
-	cpu = 3.7;
+	cpu = 13.7;
 	cm_collect_adapt_period(c, &cpu, 1, NULL, &e);
 	cm_collect_stats(c, &st);
 	ok(st.budget.phase == CM_RATE_WATCH && st.period == watch &&
@@ -553,8 +558,11 @@ static void test_budget(void)
 	   b.spend[0].samples == 200 && b.spend[0].app_cpu_ns == 2100 * MS &&
 	   b.spend[1].start_ns == 3 * S,
 	   "then watching at the target; the learning phase accounted");
-	is_int(cm_rate_budget_account(&b, 10 * S, 0, 10), 0,
+	is_int(cm_rate_budget_account(&b, 5 * S, 0, 5), 0,
 	       "watching never ends by itself");
+	is_int(cm_rate_budget_learn(&b, &c, 500 * US, 10 * S), 0,
+	       "a phase change after 5 s of CPU watching: not yet");
+	cm_rate_budget_account(&b, 5 * S, 0, 5);
 	is_int(cm_rate_budget_learn(&b, &c, 500 * US, 20 * S), 1,
 	       "a phase change: learning again");
 	ok(b.learn_left_ns == 1 * S && cm_rate_budget_learn(&b, &c, 0, 0) == 0,
