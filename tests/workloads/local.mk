@@ -7,6 +7,12 @@ check_PROGRAMS += tests/workloads/wl-threads
 tests_workloads_wl_threads_SOURCES = tests/workloads/wl_threads.c $(WL_COMMON)
 tests_workloads_wl_threads_LDADD = -lpthread -lm
 
+# Progress every second, for the detection budget benchmark
+# (tests/bench/detect/run-budget.sh).
+check_PROGRAMS += tests/workloads/wl-progress
+tests_workloads_wl_progress_SOURCES = tests/workloads/wl_progress.c
+tests_workloads_wl_progress_LDADD = -lpthread
+
 # MPI and hybrid MPI+OpenMP.  configure does not look for MPI, so the
 # compile and link flags come from mpicc at build time; without mpicc the
 # program is a stub that exits 77 (skip).  Never built with sanitizers:
