@@ -205,8 +205,9 @@ cmd_start() {
 	write_conf "$cgroup" "$nodes"
 	export SLURM_CONF=$conf
 	if [ "$nodes" -gt 1 ]; then
-		# a fresh state: jobs recovered from an earlier run hold nodes
-		rm -rf "${dir:?}/state" && mkdir -p "$dir/state"
+		# The state is kept (job ids go on from the last run: the
+		# service knows jobs by id); stop cancels every job, so none
+		# is recovered to hold a node.
 		nodes_net_up "$nodes"
 		nodes_start_daemons "$nodes"
 		nodes_wait_idle "$nodes"
