@@ -14,8 +14,9 @@
 # made (spool, system user); commap-service run as its system user with
 # the packaged configuration; deploy/demo.sh --installed on a cluster,
 # service and ports of its own (the demo's daemons, if running, are left
-# alone); apt-get purge; then no packaged file and no process of the run
-# may be left.  Exits non-zero with a line naming the first failure.
+# alone); one job through the packaged plugstack.conf.d line, with the
+# service named in /etc/commap/commap.conf as a site does; apt-get purge;
+# then no packaged file and no process of the run may be left.  Exits non-zero with a line naming the first failure.
 #
 # Configuration files of a source install that the packages would own
 # (/etc/commap/*.conf, /etc/slurm/plugstack.conf.d/commap.conf) are moved
@@ -216,6 +217,32 @@ for job in $(sed -n 's/^== commap report \([0-9]*\)$/\1/p' "$work/demo.log"); do
 	ls /var/spool/commap/agent-"$job".* >/dev/null 2>&1 ||
 		die "no agent log of job $job in /var/spool/commap"
 done
+
+step "a job through the packaged plugstack.conf.d line and /etc/commap/commap.conf"
+# As a site enables it: Debian's plugstack.conf includes the directory,
+# the site names its service in commap.conf; the plugin's defaults give
+# the agent and the spool.
+echo 'include /etc/slurm/plugstack.conf.d/*.conf' >"$work/slurm/plugstack.conf"
+sed -i "s|^service=.*|service=http://127.0.0.1:$svc_port|" /etc/commap/commap.conf
+SLURM_CONF=$work/slurm/slurm.conf srun --commap=dynamic -c 2 -J pkg-conf \
+	bash -c 'echo "job=$SLURM_JOB_ID"; exec "$@"' job "$src/tests/workloads/wl-threads" \
+	--pattern pairs --threads 4 --seconds 2 >"$work/conf-job.log" 2>&1 || {
+	cat "$work/conf-job.log" >&2
+	die "srun --commap=dynamic failed with the packaged plugstack line"
+}
+job=$(sed -n 's/^job=\([0-9]*\)$/\1/p' "$work/conf-job.log")
+[ -n "$job" ] || die "no job id from the job with the packaged plugstack line"
+for _ in $(seq 150); do
+	/usr/bin/commap report "$job" --service "http://127.0.0.1:$svc_port" \
+		--format json >"$work/conf-job.json" 2>/dev/null && break
+	sleep 0.2
+done
+grep -q '"mode": *"dynamic"' "$work/conf-job.json" || {
+	cat "$work/conf-job.json" /var/spool/commap/agent-"$job".* >&2 || true
+	die "job $job (packaged plugstack line) has no dynamic result at the service"
+}
+echo "job $job: agent started by the packaged plugstack line, result at the service"
+
 pids=$(cat "$work"/cluster/run/*.pid "$work/service/service.pid" 2>/dev/null || true)
 env "${demo_env[@]}" bash "$src/deploy/demo.sh" stop
 demo_env=()
