@@ -177,6 +177,9 @@ void ag_static_apply_new(struct agent *a);
 int ag_live_set_build(struct agent *a, struct cm_place_set *s);
 int ag_current_pus(struct agent *a, const struct cm_place_set *s, int *pu);
 void ag_correct_colocation(struct agent *a);
+/* The share of the events of pairs pinned near each other that sampling
+ * sees (CM_REMAP_NEAR_SEEN under real pinning in CPU time, else 1). */
+double ag_near_seen(const struct agent *a);
 enum cm_remap_plan_kind ag_remap(struct agent *a, const struct cm_place_set *s,
 				 const struct cm_matrix *sub, const char *why);
 int ag_partners_compare(struct agent *a, int keep);

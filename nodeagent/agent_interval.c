@@ -78,7 +78,8 @@ void ag_age_live(struct agent *a)
  * as at an interval's end) or a change is waiting for its recheck.  The
  * matrix is then as current as with 200 ms intervals, so a change after a
  * long stable phase is decided on at the next checkpoint that sees it
- * rather than at the end of a 1 s interval.  Nothing is decided here: ag_interval_end() does it. */
+ * rather than at the end of a 1 s interval.  Nothing is decided here:
+ * ag_interval_end() does it. */
 void ag_checkpoint(struct agent *a)
 {
 	int changed;
@@ -109,6 +110,9 @@ static void record_interval(struct agent *a)
 {
 	if (!a->rec)
 		return;
+	/* once, at the first interval end: the machine is known by then */
+	cm_record_options(a->rec, a->t0_ns, a->o->alpha, a->o->gain,
+			  ag_near_seen(a), a->res.mode);
 	for (int i = 0; i < cm_tracker_nthreads(a->tr); i++) {
 		const struct cm_tracked_thread *th = cm_tracker_thread(a->tr,
 								       i);

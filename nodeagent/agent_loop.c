@@ -759,14 +759,6 @@ static void record_start(struct agent *a)
 		cm_agent_result_warn(&a->res, err.text);
 }
 
-/* What the remap decisions depend on, after the collector wrote the
- * table's configuration (the recording's header). */
-static void record_options(struct agent *a)
-{
-	cm_record_options(a->rec, a->t0_ns, a->o->alpha, a->o->gain,
-			  a->res.mode);
-}
-
 static void record_end(struct agent *a)
 {
 	struct cm_error err;
@@ -794,7 +786,6 @@ int agent_run(const struct cm_agent_opts *o, int argc, char *argv[])
 	add_initial_roots(&a);
 	record_start(&a);
 	start_collector(&a);
-	record_options(&a);
 	scan(&a);
 	a.next_scan_ns = now_ns() + o->scan_ms * 1000000ull;
 	prepare_static(&a);

@@ -527,7 +527,7 @@ static void note_full_remap(struct agent *a, const struct cm_place_set *s,
  * seen less (remap_policy.h, CM_REMAP_NEAR_SEEN) and their events are
  * corrected.  Hinting faults (fault) and hardware samples counted in
  * events (hw) do not weigh accesses by their CPU time: not corrected. */
-static double near_seen(const struct agent *a)
+double ag_near_seen(const struct agent *a)
 {
 	return a->time_sampled && !a->dry_run && a->pin_ok && a->topo ?
 	       CM_REMAP_NEAR_SEEN : 1.0;
@@ -544,7 +544,7 @@ void ag_correct_colocation(struct agent *a)
 	int n = cm_matrix_nthreads(a->fresh);
 	int *pu;
 
-	if (near_seen(a) >= 1 || n == 0)
+	if (ag_near_seen(a) >= 1 || n == 0)
 		return;
 	pu = malloc((size_t)n * sizeof(int));
 	if (!pu)
@@ -552,7 +552,7 @@ void ag_correct_colocation(struct agent *a)
 	for (int i = 0; i < n; i++)
 		pu[i] = i < a->cap && a->cur_os[i] >= 0 ?
 			cm_topo_pu_by_os_index(a->topo, a->cur_os[i]) : -1;
-	cm_remap_correct_near(a->topo, a->fresh, n, pu, near_seen(a));
+	cm_remap_correct_near(a->topo, a->fresh, n, pu, ag_near_seen(a));
 	free(pu);
 }
 
@@ -617,7 +617,7 @@ enum cm_remap_plan_kind ag_remap(struct agent *a,
 	if (!alive || !cur || !target || !spu)
 		goto out;
 	if (cm_place_plan(a->topo, sub, s, n, alive, cur, hold ? undo : NULL,
-			  a->o->gain, near_seen(a), target, &plan, &repaired,
+			  a->o->gain, ag_near_seen(a), target, &plan, &repaired,
 			  &err) < 0) {
 		agent_warn("mapping failed: %s", err.text);
 		plan.kind = CM_REMAP_KEEP;

@@ -23,6 +23,7 @@ struct cm_recorder {
 	uint64_t dropped;	/* accesses left out past the limit */
 	unsigned char *seen;	/* per thread index: 1 written, 2 exited */
 	int seen_cap;
+	int options;		/* the options line was written */
 };
 
 static uint64_t clock_now(clockid_t id)
@@ -119,14 +120,15 @@ void cm_record_thread(struct cm_recorder *r, int i, pid_t pid, pid_t tid,
 }
 
 void cm_record_options(struct cm_recorder *r, uint64_t t0_ns, double alpha,
-		       double gain, const char *mode)
+		       double gain, double near_seen, const char *mode)
 {
-	if (!r || r->err)
+	if (!r || r->err || r->options)
 		return;
+	r->options = 1;
 	/* %.17g: the replay decides with the very same doubles */
-	check(r, fprintf(r->f, "options %llu %.17g %.17g %s\n",
+	check(r, fprintf(r->f, "options %llu %.17g %.17g %s %.17g\n",
 			 (unsigned long long)t0_ns, alpha, gain,
-			 mode && *mode ? mode : "dynamic"));
+			 mode && *mode ? mode : "dynamic", near_seen));
 }
 
 void cm_record_exit(struct cm_recorder *r, int i)

@@ -66,10 +66,12 @@ int cm_record_has_thread(const struct cm_recorder *r, int i);
 
 /* What the remap decisions depend on besides the events: the agent's
  * start (t0_ns, CLOCK_MONOTONIC: the timeline's zero), the aging factor
- * per 200 ms, the gain a remap must bring, the mode.  Once, before the
+ * per 200 ms, the gain a remap must bring, the share of the events of
+ * pairs pinned near each other that sampling sees (near_seen: 1 in a dry
+ * run), the mode.  Written once (later calls do nothing), before the
  * first interval. */
 void cm_record_options(struct cm_recorder *r, uint64_t t0_ns, double alpha,
-		       double gain, const char *mode);
+		       double gain, double near_seen, const char *mode);
 /* Thread index i has exited (once per index). */
 void cm_record_exit(struct cm_recorder *r, int i);
 /* An interval of interval_ms ended at t_ns (CLOCK_MONOTONIC), before its

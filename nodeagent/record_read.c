@@ -160,17 +160,18 @@ static int on_access(struct reader *r, char **w, int n)
 	return 0;
 }
 
-/* The events since the last clock line join the run's matrix (as the
- * agent folds them into its total), and the decisions' replay sees them;
- * then a new interval's events start. */
+/* The decisions' replay sees the events since the last clock line (and
+ * may correct them, as the agent does under real pinning); then they
+ * join the run's matrix (the agent's total) and a new interval's events
+ * start. */
 static int fold(struct reader *r, uint64_t t, int ms)
 {
 	struct cm_replay_clock ev = { t, ms, r->fresh };
 
-	if (cm_matrix_merge(r->rp->m, r->fresh, 1.0) < 0)
-		return cm_errorf(r->err, ENOMEM, "recording: out of memory");
 	if (r->clock_fn && r->clock_fn(r->clock_ctx, r->rp, &ev, r->err) < 0)
 		return -1;
+	if (cm_matrix_merge(r->rp->m, r->fresh, 1.0) < 0)
+		return cm_errorf(r->err, ENOMEM, "recording: out of memory");
 	cm_matrix_free(r->fresh);
 	r->fresh = cm_matrix_new(0);
 	return r->fresh ? 0 : cm_errorf(r->err, ENOMEM, "recording: out of "
@@ -199,7 +200,8 @@ static int on_clock(struct reader *r, char **w, int n)
 	return fold(r, t, ms);
 }
 
-/* "options T0 ALPHA GAIN MODE" (version 3), once before any clock line. */
+/* "options T0 ALPHA GAIN MODE [NEAR_SEEN]" (version 3), once before any
+ * clock line; NEAR_SEEN is 1 when absent. */
 static int on_options(struct reader *r, char **w, int n)
 {
 	struct cm_replay *rp = r->rp;
@@ -208,9 +210,9 @@ static int on_options(struct reader *r, char **w, int n)
 	if (r->version < 3 || rp->has_options)
 		return bad(r, r->version < 3 ? "'options' needs version 3" :
 			   "'options' given twice");
-	if (n != 5 || word_u64(w[1], 10, &rp->t0_ns) ||
+	if ((n != 5 && n != 6) || word_u64(w[1], 10, &rp->t0_ns) ||
 	    strlen(w[4]) >= sizeof(rp->opt_mode))
-		return bad(r, "want 'options T0 ALPHA GAIN MODE'");
+		return bad(r, "want 'options T0 ALPHA GAIN MODE [NEAR_SEEN]'");
 	errno = 0;
 	rp->alpha = strtod(w[2], &end);
 	if (errno || *end || !(rp->alpha >= 0 && rp->alpha <= 1))
@@ -218,6 +220,14 @@ static int on_options(struct reader *r, char **w, int n)
 	rp->gain = strtod(w[3], &end);
 	if (errno || *end || !(rp->gain >= 0 && rp->gain <= 10))
 		return bad(r, "options: GAIN must be within 0..10");
+	rp->near_seen = 1;
+	if (n == 6) {
+		rp->near_seen = strtod(w[5], &end);
+		if (errno || *end || !(rp->near_seen > 0 &&
+				       rp->near_seen <= 1))
+			return bad(r, "options: NEAR_SEEN must be within "
+				   "(0, 1]");
+	}
 	strcpy(rp->opt_mode, w[4]);
 	rp->has_options = 1;
 	return 0;

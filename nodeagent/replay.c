@@ -189,24 +189,28 @@ static int fill_threads(const struct cm_replay *rp,
 /* A version 3 recording with its intervals: the agent's decisions made
  * again, the whole timeline (replay_clock.h). */
 static int replay_decisions(const char *text, size_t len,
-			    const struct cm_replay *rp,
-			    struct cm_agent_result *res, struct cm_error *err)
+			    struct cm_replay *rp, struct cm_agent_result *res,
+			    struct cm_error *err)
 {
 	struct cm_topo *topo = NULL;
+	struct cm_matrix *total = NULL;
 	int rc;
 
 	if (load_topology(rp, &topo, err) < 0)
 		return -1;
-	rc = cm_replay_clock_run(text, len, rp, topo, res, err);
+	rc = cm_replay_clock_run(text, len, rp, topo, res, &total, err);
 	cm_topo_free(topo);
+	if (rc == 0) {
+		cm_matrix_free(rp->m);
+		rp->m = total;
+	}
 	return rc;
 }
 
 /* Everything in the result from the recording alone: no clock, no host,
  * no user of the machine that replays. */
-static int fill_result(const char *text, size_t len,
-		       const struct cm_replay *rp, struct cm_agent_result *res,
-		       struct cm_error *err)
+static int fill_result(const char *text, size_t len, struct cm_replay *rp,
+		       struct cm_agent_result *res, struct cm_error *err)
 {
 	uint64_t end = rp->start_real_ns + (rp->last_ns > rp->start_mono_ns ?
 					     rp->last_ns - rp->start_mono_ns

@@ -60,6 +60,7 @@ struct cm_replay {
 	int has_options;
 	uint64_t t0_ns;		/* the agent's start, CLOCK_MONOTONIC */
 	double alpha, gain;
+	double near_seen;	/* 1 when not recorded */
 	char opt_mode[16];
 	int nintervals;		/* "interval" lines read */
 	uint64_t last_clock_ns;	/* the last interval or checkpoint */
@@ -70,7 +71,8 @@ struct cm_replay {
 struct cm_replay_clock {
 	uint64_t t_ns;		/* CLOCK_MONOTONIC */
 	int interval_ms;	/* the interval's length; 0: a checkpoint */
-	const struct cm_matrix *fresh;	/* the events since the last one */
+	struct cm_matrix *fresh;	/* the events since the last one (the
+					 * hook may correct them) */
 };
 typedef int (*cm_replay_clock_fn)(void *ctx, const struct cm_replay *rp,
 				  const struct cm_replay_clock *ev,

@@ -11,9 +11,10 @@
  * the time since it was last aged.  A "checkpoint" line ages and folds,
  * as the agent's checkpoint does.  Each mapping goes into the result's
  * timeline at the recorded time, so a dry run's timeline comes back
- * whole.  Under real pinning the agent also corrects co-located pairs and
- * judges mappings by the threads' progress, which a recording does not
- * hold: such a replay says so.
+ * whole.  Under real pinning the events of pairs pinned near each other
+ * are corrected as the agent corrects them (the recorded near_seen); the
+ * progress guard's judgements of the threads' progress are not in a
+ * recording: such a replay says so.
  */
 #include "config.h"
 
@@ -38,7 +39,7 @@ struct rclock {
 	int interval_ms, recheck;
 	int diverged;		/* a recorded interval differed from ours */
 	uint64_t t0_ns, last_aged_ns, last_full_ns;
-	double alpha, gain;
+	double alpha, gain, near_seen;
 };
 
 static double at_s(const struct rclock *c, uint64_t t)
@@ -217,7 +218,8 @@ static int remap(struct rclock *c, const struct cm_replay *rp,
 	current(c, rp, alive, cur);
 	rc = CM_REMAP_KEEP;
 	if (cm_place_plan(c->topo, sub, s, n, alive, cur, hold ? undo : NULL,
-			  c->gain, 1.0, target, &plan, &repaired, &err) < 0 ||
+			  c->gain, c->near_seen, target, &plan, &repaired,
+			  &err) < 0 ||
 	    (plan.kind == CM_REMAP_KEEP && !repaired) ||
 	    nothing_to_gain(c, s, sub, target, cur, n))
 		goto out;
@@ -285,6 +287,27 @@ out:
 	return rc;
 }
 
+/* The agent's ag_correct_colocation: under real pinning, the events of
+ * pairs pinned near each other while they were drained are corrected for
+ * being seen less. */
+static int correct_colocation(struct rclock *c, struct cm_matrix *fresh)
+{
+	int n = cm_matrix_nthreads(fresh);
+	int *pu;
+
+	if (c->near_seen >= 1 || n == 0)
+		return 0;
+	pu = malloc((size_t)n * sizeof(int));
+	if (!pu)
+		return -1;
+	for (int i = 0; i < n; i++)
+		pu[i] = i < c->cap && c->cur_os[i] >= 0 ?
+			cm_topo_pu_by_os_index(c->topo, c->cur_os[i]) : -1;
+	cm_remap_correct_near(c->topo, fresh, n, pu, c->near_seen);
+	free(pu);
+	return 0;
+}
+
 static int on_clock(void *ctx, const struct cm_replay *rp,
 		    const struct cm_replay_clock *ev, struct cm_error *err)
 {
@@ -292,7 +315,8 @@ static int on_clock(void *ctx, const struct cm_replay *rp,
 
 	if (ev->interval_ms == 0)	/* a checkpoint: age, then fold */
 		age_live(c, ev->t_ns);
-	if (cm_matrix_merge(c->live, ev->fresh, 1.0) < 0)
+	if (correct_colocation(c, ev->fresh) < 0 ||
+	    cm_matrix_merge(c->live, ev->fresh, 1.0) < 0)
 		return cm_errorf(err, ENOMEM, "replay: out of memory");
 	if (ev->interval_ms == 0)
 		return 0;
@@ -315,26 +339,32 @@ static int on_clock(void *ctx, const struct cm_replay *rp,
 int cm_replay_clock_run(const char *text, size_t len,
 			const struct cm_replay *first,
 			const struct cm_topo *topo,
-			struct cm_agent_result *res, struct cm_error *err)
+			struct cm_agent_result *res, struct cm_matrix **total,
+			struct cm_error *err)
 {
 	struct rclock c = { .topo = topo, .res = res,
 			    .interval_ms = CM_REMAP_INTERVAL_MS_START,
 			    .t0_ns = first->t0_ns,
 			    .last_aged_ns = first->t0_ns,
-			    .alpha = first->alpha, .gain = first->gain };
+			    .alpha = first->alpha, .gain = first->gain,
+			    .near_seen = first->near_seen };
 	struct cm_replay rp;
 	int rc;
 
+	*total = NULL;
 	if (!first->dry_run)
 		cm_agent_result_warn(res, "the recorded run pinned threads: "
-				     "its co-location correction and "
-				     "progress guard are not replayed");
+				     "the progress guard's judgements are not "
+				     "replayed (no schedstat readings)");
 	c.live = cm_matrix_new(0);
 	if (!c.live)
 		return cm_errorf(err, ENOMEM, "replay: out of memory");
 	rc = cm_replay_parse_clocked(text, len, &rp, on_clock, &c, err);
-	if (rc == 0)
+	if (rc == 0) {
+		*total = rp.m;	/* corrected as the agent's total is */
+		rp.m = NULL;
 		cm_replay_free(&rp);
+	}
 	cm_matrix_free(c.live);
 	free(c.cur_os);
 	free(c.partner);

@@ -14,12 +14,15 @@
  * interval lines) again, making the agent's decisions at each interval
  * on topo: every mapping goes into res's timeline (and its migrations,
  * pins, intervals and "not pinned"), a divergence from the recorded
- * intervals or what a replay cannot redo into its warnings.  For a
- * recording of a dynamic run (first->opt_mode).  0, or -1
+ * intervals or what a replay cannot redo into its warnings; *total the
+ * run's matrix as the agent's total (corrected under real pinning; the
+ * caller frees it).  For a recording of a dynamic run (first->opt_mode).
+ * 0, or -1
  * with err (ENOMEM, or the parse's error). */
 int cm_replay_clock_run(const char *text, size_t len,
 			const struct cm_replay *first,
 			const struct cm_topo *topo,
-			struct cm_agent_result *res, struct cm_error *err);
+			struct cm_agent_result *res, struct cm_matrix **total,
+			struct cm_error *err);
 
 #endif

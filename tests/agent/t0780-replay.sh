@@ -69,6 +69,30 @@ ok "replay: no divergence from the recorded intervals" \
 	py 'not [w for w in r[0].get("warnings", []) if "differ" in w]' \
 	"$T/r1.json"
 
+# A live run that pins (this machine's CPUs): the same timeline, moves and
+# edges (corrected for pairs pinned near each other, as the agent's are),
+# unless its progress guard undid a mapping (not in a recording).
+run "$commap" run --quiet --period-us 1000 --record "$T/pin.rec" \
+	--output "$T/pin.json" -- "$pairs" -p 2 -t 600 -c 1000
+run "$commap" replay "$T/pin.rec" --output "$T/pin-r.json"
+is "pinned run replayed: exit 0" "$status" 0
+if py 'r[0].get("guard_undone", 0) == 0 and
+not [w for w in r[0].get("warnings", []) if "unpinned" in w]' "$T/pin.json"
+then
+	ok "pinned run: the live timeline, migrations and corrected edges" \
+		py 'r[0]["timeline"] == r[1]["timeline"] and
+r[0]["migrations"] == r[1]["migrations"] and
+sorted(map(tuple, r[0]["edges"])) == sorted(map(tuple, r[1]["edges"]))' \
+		"$T/pin.json" "$T/pin-r.json"
+else
+	tap_count=$((tap_count + 1))
+	echo "ok $tap_count - pinned run # SKIP its progress guard undid a" \
+		"mapping (not in a recording)"
+fi
+ok "pinned run: the replay says the guard is not replayed" \
+	py '[w for w in r[0]["warnings"] if "progress guard" in w]' \
+	"$T/pin-r.json"
+
 # 2. The kept recordings of version 2 (still read): real runs of pairs
 # (README there), one mapping at the end.
 for rec in "$recordings"/pairs4-dry.rec:2 "$recordings"/pairs2-2cpus.rec:1; do
@@ -82,7 +106,17 @@ r[0]["edges"] and all(j == i + 1 and i % 2 == 1 for i, j, w in r[0]["edges"])' \
 	ok "$name: each mapped pair on one core" pairs_on_cores "$T/a.json" "$per"
 done
 
-# 3. The decisions, from kept recordings of real dry runs (version 3).
+# 3. The decisions, from kept recordings of real runs (version 3).
+# A run that pinned 2 pairs on 2 CPUs: the pairs are the heaviest edges
+# (corrected for being pinned together), each pair on one PU.
+rec="$recordings/pairs2-pinned.rec"
+"$commap" replay "$rec" >"$T/q1.json" && "$commap" replay "$rec" >"$T/q2.json"
+ok "pinned pairs: the same bytes twice" cmp -s "$T/q1.json" "$T/q2.json"
+ok "pinned pairs: the pairs are the heaviest edges, each pair on one PU" \
+	py '(lambda e, m: sorted((i, j) for i, j, w in e if w > 100) ==
+[(1, 2), (3, 4)] and m[1] == m[2] >= 0 and m[3] == m[4] >= 0)(
+r[0]["edges"], r[0]["timeline"][-1]["pu_of_thread"])' "$T/q1.json"
+
 # A stable pattern: one mapping, none after it, in every interval.
 rec="$recordings/pairs4-stable.rec"
 "$commap" replay "$rec" >"$T/s1.json" && "$commap" replay "$rec" >"$T/s2.json"

@@ -166,6 +166,8 @@ static const struct bad_case bad[] = {
 	{ V3 OPT "interval 9 200\ncheckpoint 8\n", "line 6: time goes back" },
 	{ V3 OPT "checkpoint\n", "line 5: want 'checkpoint TIME'" },
 	{ V3 OPT "exit 4096\n", "line 5: want 'exit I'" },
+	{ V3 "options 1 0.75 0.05 dynamic 0\n", "line 4: options: NEAR_SEEN" },
+	{ V3 "options 1 0.75 0.05 dynamic 1 x\n", "line 4: want 'options" },
 };
 
 static void test_bad(void)
@@ -228,7 +230,8 @@ static void test_clock(const char *path)
 	char *text;
 
 	cm_record_detect(r, &cfg);
-	cm_record_options(r, 7, 0.75, 0.05, "dynamic");
+	cm_record_options(r, 7, 0.75, 0.05, 0.4, "dynamic");
+	cm_record_options(r, 8, 0.5, 0.05, 1, "dynamic");	/* ignored */
 	for (int i = 0; i < 7; i++)
 		cm_record_thread(r, i, 100, 200 + i, 0, i);
 	for (int i = 0; i < NACC; i++) {
@@ -250,8 +253,9 @@ static void test_clock(const char *path)
 	ok(cm_replay_parse_clocked(text, len, &rp, on_clock, &c, &err) == 0,
 	   "version 3 read back (%s)", err.text);
 	ok(rp.has_options && rp.t0_ns == 7 && rp.alpha == 0.75 &&
-	   rp.gain == 0.05 && strcmp(rp.opt_mode, "dynamic") == 0,
-	   "the options, the very same doubles");
+	   rp.gain == 0.05 && rp.near_seen == 0.4 &&
+	   strcmp(rp.opt_mode, "dynamic") == 0,
+	   "the options, once, the very same doubles");
 	ok(c.n == 2 && c.ms[0] == 200 && c.ms[1] == 0 && rp.nintervals == 1,
 	   "an interval end, then a checkpoint (%d calls)", c.n);
 	ok(c.fresh > 0 && c.fresh <= cm_matrix_total(rp.m) &&
