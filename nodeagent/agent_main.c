@@ -251,7 +251,10 @@ static void note_spool_backlog(const struct cm_agent_opts *o)
 	struct tm tm;
 	int n;
 
-	if (!o->spool || (n = cm_spool_stale(&d, SPOOL_STALE_S, &oldest)) <= 0)
+	/* Without a service the spool is where results stay: nothing to
+	 * say. */
+	if (!o->spool || !o->service ||
+	    (n = cm_spool_stale(&d, SPOOL_STALE_S, &oldest)) <= 0)
 		return;
 	if (gmtime_r(&oldest, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
@@ -263,7 +266,7 @@ static void note_spool_backlog(const struct cm_agent_opts *o)
 	syslog(LOG_WARNING, "%d result(s) wait in %s, the oldest since %s "
 	       "(an agent killed during its upload, or the service %s "
 	       "unreachable); the next upload from this node sends them", n,
-	       o->spool, when, o->service ? o->service : "(none)");
+	       o->spool, when, o->service);
 	closelog();
 }
 
