@@ -115,7 +115,7 @@ EXTRA_DIST += tests/service/t0600-service-api.sh \
 	tests/service/upload-stream.py \
 	tests/service/t0620-web.sh tests/service/t0630-chromium.sh \
 	tests/service/web-check.py tests/service/layout-check.js tests/bench/service/run-service.sh \
-	tests/bench/service/run-flood.sh \
+	tests/bench/service/run-flood.sh tests/bench/service/run-list-sort.sh \
 	tests/service/t0660-models.sh tests/service/t0670-retention.sh \
 	tests/service/t0680-hostile-clients.sh tests/service/conn-flood.py \
 	tests/service/t0685-reused-job-ids.sh \

@@ -264,7 +264,7 @@ static json_t *jobs_page(struct svc_db *db, struct svc_job_filter *f,
 	int more;
 
 	f->limit++;
-	out = f->sort || f->offset ? svc_db_list_jobs_sorted(db, f, e) :
+	out = f->sort ? svc_db_list_jobs_sorted(db, f, e) :
 	      svc_db_list_jobs(db, f, e);
 	f->limit--;
 	arr = json_object_get(out, "jobs");

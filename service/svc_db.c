@@ -71,7 +71,7 @@ static const char SQL_LIST_JOBS[] =
 	"  WHERE p.job = r.job AND p.cluster = r.cluster"
 	"  AND (p.started_at, p.id) < (r.started_at, r.id)"
 	"  AND" VISIBLE("p") "))"
-	" ORDER BY r.started_at DESC, r.id DESC LIMIT ?6)"
+	" ORDER BY r.started_at DESC, r.id DESC LIMIT ?6 OFFSET ?7)"
 	" SELECT r.job AS job, r.cluster AS cluster, r.user AS user,"
 	" r.uid AS uid,"
 	/* an sbatch job is named by the application of its srun steps
@@ -667,7 +667,8 @@ json_t *svc_db_list_jobs(struct svc_db *db, const struct svc_job_filter *f,
 	    bind_text_or_null(st, 3, f->app) != SQLITE_OK ||
 	    bind_text_or_null(st, 4, f->since) != SQLITE_OK ||
 	    bind_text_or_null(st, 5, f->until) != SQLITE_OK ||
-	    sqlite3_bind_int(st, 6, f->limit) != SQLITE_OK) {
+	    sqlite3_bind_int(st, 6, f->limit) != SQLITE_OK ||
+	    sqlite3_bind_int(st, 7, f->offset) != SQLITE_OK) {
 		db_error(db, err, "bind");
 		sqlite3_reset(st);
 		sqlite3_clear_bindings(st);

@@ -101,13 +101,14 @@ extern const char svc_job_sort_keys[];
 	" CAST(strftime('%s', MAX(" r ".ended_at)) -" \
 	" strftime('%s', MIN(" r ".started_at)) AS INTEGER) AS duration_s"
 
-/* {"jobs": [...]} newest first (f->sort and f->offset are ignored). */
+/* {"jobs": [...]} newest first from f->offset (f->sort is ignored):
+ * reads only offset + limit jobs. */
 json_t *svc_db_list_jobs(struct svc_db *db, const struct svc_job_filter *f,
 			 struct cm_error *err);
 
 /* The same list in f->sort's order from f->offset (svc_db_list.c): it
  * groups every visible result, where the default order reads only
- * f->limit jobs. */
+ * offset + limit jobs. */
 json_t *svc_db_list_jobs_sorted(struct svc_db *db,
 				const struct svc_job_filter *f,
 				struct cm_error *err);
