@@ -125,13 +125,18 @@ cpu_ids() {
 				grep -qx "$2" && echo "$ids"
 		done | head -1
 }
-pairs_step() {	# pairs_step IDFILE SRUN-ARGS...
-	local idfile=$1
+# pairs_step IDFILE SRUN-ARGS...: pairs of threads, one task a node; 4
+# threads to 0.6 s of CPU each (a matrix to map), or with PAIRS_SHORT=1
+# 2 threads to 0.2 s, for steps that only need a result delivered (the
+# nodes share 2 CPUs: the suite's time goes to these threads).
+pairs_step() {
+	local idfile=$1 wl_args=(--threads 4 --cpu-seconds 0.6)
 	shift
+	[ -z "${PAIRS_SHORT:-}" ] || wl_args=(--threads 2 --cpu-seconds 0.2)
 	timeout 120 bash "$top_srcdir/deploy/cluster/cluster.sh" exec -- \
 		srun --commap=dynamic "$@" "${job_wrap[@]}" "$idfile" \
-		"$wl_threads" --pattern pairs --threads 4 --cpu-seconds 0.6 \
-		--seconds 30 >"$idfile.out" 2>&1
+		"$wl_threads" --pattern pairs "${wl_args[@]}" --seconds 30 \
+		>"$idfile.out" 2>&1
 }
 
 # 1. A step on the three nodes, holding them until its end (its CPU_IDs
@@ -184,7 +189,7 @@ ok $rc "commap jobs: NODES 3 for job $job1"
 [ $rc -eq 0 ] || diag "$out"
 
 # 2. A step on two of the three nodes.
-pairs_step "$E2E_DIR/job2" -N2 -n2 -c 2 -w node1,node3
+PAIRS_SHORT=1 pairs_step "$E2E_DIR/job2" -N2 -n2 -c 2 -w node1,node3
 ok $? "srun -N2 -w node1,node3 exits 0"
 job2=$(cat "$E2E_DIR/job2" 2>/dev/null)
 wait_for has_nodes "$job2" "node1 0 node3 0"
@@ -198,7 +203,7 @@ echo node2 >"$E2E_DIR/fail-on"
 bash "$top_srcdir/deploy/cluster/cluster.sh" exec --node node3 -- \
 	ip rule add ipproto tcp dport "$port" prohibit
 ok $? "node3 is cut off from the service's port"
-pairs_step "$E2E_DIR/job3" -N3 -n3 -c 2
+PAIRS_SHORT=1 pairs_step "$E2E_DIR/job3" -N3 -n3 -c 2
 rc=$?
 ok $rc "an agent failing on node2, the service out of node3's reach: the job exits 0"
 [ $rc -eq 0 ] || diag "$(cat "$E2E_DIR/job3.out")"
@@ -220,7 +225,7 @@ ok $? "the user sees no commap line"
 rm -f "$E2E_DIR/fail-on"
 bash "$top_srcdir/deploy/cluster/cluster.sh" exec --node node3 -- \
 	ip rule del ipproto tcp dport "$port" prohibit
-pairs_step "$E2E_DIR/job4" -N1 -n1 -c 2 -w node3
+PAIRS_SHORT=1 pairs_step "$E2E_DIR/job4" -N1 -n1 -c 2 -w node3
 ok $? "a later step on node3 exits 0"
 job4=$(cat "$E2E_DIR/job4" 2>/dev/null)
 wait_for has_nodes "$job4" "node3 0"
