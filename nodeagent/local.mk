@@ -57,7 +57,8 @@ tests_unit_test_fault_sample_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.
 tests_unit_test_cma_trace_t_SOURCES = tests/unit/test_cma_trace.c
 tests_unit_test_cma_trace_t_CFLAGS = $(AGENT_TEST_CFLAGS)
 tests_unit_test_cma_trace_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.la $(AGENT_TEST_LDADD)
-tests_unit_test_tracepoint_t_SOURCES = tests/unit/test_tracepoint.c
+tests_unit_test_tracepoint_t_SOURCES = tests/unit/test_tracepoint.c \
+	tests/unit/tracepoint_test_util.h
 tests_unit_test_tracepoint_t_CFLAGS = $(AGENT_TEST_CFLAGS)
 tests_unit_test_tracepoint_t_LDADD = $(AGENT_TEST_LDADD)
 tests_unit_test_sample_rate_t_SOURCES = tests/unit/test_sample_rate.c

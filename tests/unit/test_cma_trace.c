@@ -32,6 +32,7 @@
 #include "collect.h"
 #include "proc_track.h"
 #include "tap.h"
+#include "tracepoint_test_util.h"
 
 /* Format files of kernel 6.18 (x86-64). */
 static const char enter_format[] =
@@ -90,10 +91,6 @@ static void test_format(void)
 	   errno == EINVAL, "NULL text: EINVAL");
 }
 
-static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
-static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
-
 static void test_format_ids(struct cm_cma_format *f)
 {
 	cm_cma_format_default(f);
@@ -106,20 +103,12 @@ static void test_format_ids(struct cm_cma_format *f)
 static size_t build(uint8_t *buf, uint32_t rawlen, uint16_t id,
 		    uint64_t time, uint64_t value)
 {
-	size_t size = (28 + rawlen + 7) & ~(size_t)7;
-	struct perf_event_header h = { PERF_RECORD_SAMPLE, 0,
-				       (uint16_t)size };
+	size_t size = tp_record(buf, rawlen, time);
 	uint8_t *raw = buf + 28;
 
-	memset(buf, 0, size);
-	memcpy(buf, &h, sizeof(h));
-	put32(buf + 8, 1000);
-	put32(buf + 12, 1002);
-	put64(buf + 16, time);
-	put32(buf + 24, rawlen);
-	put16(raw, id);
+	tp_put16(raw, id);
 	if (rawlen >= 24)
-		put64(raw + 16, value);
+		tp_put64(raw + 16, value);
 	return size;
 }
 
@@ -155,7 +144,7 @@ static void test_parse(void)
 	ok(cm_cma_parse_sample(&f, buf, n, &ev, &err) == -1 &&
 	   errno == EBADMSG, "raw entry too short for the pid (%s)", err.text);
 	n = build(buf, 64, (uint16_t)f.id[0], 1, 1);
-	put32(buf + 24, 4000);
+	tp_put32(buf + 24, 4000);
 	ok(cm_cma_parse_sample(&f, buf, n, &ev, &err) == -1 &&
 	   errno == EBADMSG, "raw size past the record (%s)", err.text);
 	ok(cm_cma_parse_sample(&f, buf, 6, &ev, &err) == -1 &&
@@ -371,14 +360,6 @@ static void stop_child(pid_t pid)
 	waitpid(pid, NULL, 0);
 }
 
-static void skip_n(int n, const char *why)
-{
-	for (int i = 0; i < n; i++) {
-		tap_count_++;
-		printf("ok %d # SKIP %s\n", tap_count_, why);
-	}
-}
-
 static void test_tracer(void)
 {
 	struct cm_cma_tracer *t;
@@ -391,7 +372,7 @@ static void test_tracer(void)
 	t = cm_cma_tracer_new(NULL, &err);
 	if (!t) {
 		diag("tracer: %s", err.text);
-		skip_n(5, "CMA tracing not permitted or unsupported here");
+		tp_skip(5, "CMA tracing not permitted or unsupported here");
 		return;
 	}
 	pid = start_child(&addr);
@@ -461,7 +442,7 @@ static void test_collector(void)
 		diag("%s", cm_collect_last_problem(c));
 		ok(!c || strstr(cm_collect_last_problem(c), "CMA"),
 		   "no CMA tracing: a problem line says so");
-		skip_n(2, "CMA tracing not permitted or unsupported here");
+		tp_skip(2, "CMA tracing not permitted or unsupported here");
 		goto out;
 	}
 	ok(strcmp(cm_collect_last_problem(c), "") == 0, "no problem line");

@@ -32,6 +32,7 @@
 #include "fault_sample.h"
 #include "proc_track.h"
 #include "tap.h"
+#include "tracepoint_test_util.h"
 
 /* The format file of kernel 6.18 (x86-64). */
 static const char real_format[] =
@@ -51,33 +52,22 @@ static const char real_format[] =
 	"print fmt: \"address=%ps ip=%ps error_code=0x%lx\", (void *)"
 	"REC->address, (void *)REC->ip, REC->error_code\n";
 
-static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
-
 /* A sample record as the kernel writes it: header, pid, tid, time, raw
  * size, raw entry of rawlen bytes (fields at f's offsets), padded to 8.
  * Returns the record's size. */
 static size_t build(uint8_t *buf, const struct cm_fault_format *f,
 		    uint32_t rawlen, uint64_t addr, uint64_t ip, uint64_t ec)
 {
-	size_t size = (28 + rawlen + 7) & ~(size_t)7;
-	struct perf_event_header h = { PERF_RECORD_SAMPLE, 0,
-				       (uint16_t)size };
+	size_t size = tp_record(buf, rawlen, 123456789);
 	uint8_t *raw = buf + 28;
 
-	memset(buf, 0, size);
-	memcpy(buf, &h, sizeof(h));
-	put32(buf + 8, 1000);
-	put32(buf + 12, 1002);
-	put64(buf + 16, 123456789);
-	put32(buf + 24, rawlen);
-	put32(raw + f->pid_off, 1002);
+	tp_put32(raw + f->pid_off, 1002);
 	if (f->addr_off + 8 <= rawlen)
-		put64(raw + f->addr_off, addr);
+		tp_put64(raw + f->addr_off, addr);
 	if (f->ip_off + 8 <= rawlen)
-		put64(raw + f->ip_off, ip);
+		tp_put64(raw + f->ip_off, ip);
 	if (f->err_off + 8 <= rawlen)
-		put64(raw + f->err_off, ec);
+		tp_put64(raw + f->err_off, ec);
 	return size;
 }
 
@@ -190,7 +180,7 @@ static void test_records(void)
 	   errno == EBADMSG, "shorter than a header: EBADMSG");
 	ok(cm_fault_parse_sample(&f, buf, n - 8, &out, &err) == -1 &&
 	   errno == EBADMSG, "header size beyond the bytes given: EBADMSG");
-	put32(buf + 24, 200);
+	tp_put32(buf + 24, 200);
 	ok(cm_fault_parse_sample(&f, buf, n, &out, &err) == -1 &&
 	   errno == EBADMSG && strstr(err.text, "raw size"),
 	   "raw size past the record: EBADMSG (%s)", err.text);
@@ -264,21 +254,10 @@ static void count_own(const struct cm_fault *f, void *arg)
 	}
 }
 
-/* Touch npages fresh pages (no huge pages: one fault per page). */
+/* Touch npages fresh pages, their range in o. */
 static void touch_fresh(struct own *o, int npages)
 {
-	size_t pg = (size_t)getpagesize(), len = (size_t)npages * pg;
-	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (m == MAP_FAILED)
-		return;
-	madvise(m, len, MADV_NOHUGEPAGE);
-	o->lo = (uint64_t)(uintptr_t)m;
-	o->hi = o->lo + len;
-	for (int i = 0; i < npages; i++)
-		((volatile char *)m)[(size_t)i * pg] = 1;
-	munmap(m, len);
+	tp_touch_fresh(npages, &o->lo, &o->hi);
 }
 
 /* Returns 0 when the fault backend cannot run here (skipped). */
@@ -302,7 +281,8 @@ static int test_sampler(void)
 	   "ring of 3 pages: EINVAL");
 	s = cm_fault_sampler_new(NULL, &err);
 	if (!s) {
-		ok(1, "# SKIP fault backend unavailable: %s", err.text);
+		diag("fault backend: %s", err.text);
+		tp_skip(1, "fault backend unavailable here");
 		return 0;
 	}
 	ok(cm_fault_sampler_nevents(s) >= 1, "one event per online CPU (%d)",

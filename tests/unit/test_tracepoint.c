@@ -25,6 +25,7 @@
 
 #include "tap.h"
 #include "tracepoint.h"
+#include "tracepoint_test_util.h"
 
 struct line_case {
 	const char *line;
@@ -188,20 +189,6 @@ static void count(const uint8_t *rec, size_t len, void *arg)
 		o->foreign++;
 }
 
-static void touch_fresh(int npages)
-{
-	size_t pg = (size_t)getpagesize(), len = (size_t)npages * pg;
-	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (m == MAP_FAILED)
-		return;
-	madvise(m, len, MADV_NOHUGEPAGE);
-	for (int i = 0; i < npages; i++)
-		((volatile char *)m)[(size_t)i * pg] = 1;
-	munmap(m, len);
-}
-
 static void drain_all(struct cm_tp_rings *r, struct own *o,
 		      struct cm_tp_counts *c)
 {
@@ -209,14 +196,6 @@ static void drain_all(struct cm_tp_rings *r, struct own *o,
 
 	for (int i = 0; i < r->nring; i++)
 		cm_tp_ring_drain(r, i, buf, sizeof(buf), count, o, c);
-}
-
-static void skip_n(int n, const char *why)
-{
-	for (int i = 0; i < n; i++) {
-		tap_count_++;
-		printf("ok %d # SKIP %s\n", tap_count_, why);
-	}
 }
 
 static void test_live(void)
@@ -234,17 +213,17 @@ static void test_live(void)
 	if (cm_tp_read_id(root, "exceptions/page_fault_user", &r.ids[0]) ||
 	    cm_tp_rings_open(&r, 16, &err)) {
 		diag("no live tracepoint rings here");
-		skip_n(5, "tracepoints not readable or not permitted here");
+		tp_skip(5, "tracepoints not readable or not permitted here");
 		return;
 	}
 	ok(r.nring >= 1 && cm_tp_rings_pollfds(&r, pfd, 1024) == r.nring,
 	   "one ring per online CPU, each polled (%d)", r.nring);
-	touch_fresh(16);
+	tp_touch_fresh(16, NULL, NULL);
 	drain_all(&r, &o, &c);
 	ok(o.ours == 0 && o.foreign == 0,
 	   "no active event yet: nothing recorded");
 	is_int(cm_tp_rings_set_tids(&r, &me, 1), 0, "filter on this thread");
-	touch_fresh(64);
+	tp_touch_fresh(64, NULL, NULL);
 	drain_all(&r, &o, &c);
 	ok(o.ours >= 64 && o.foreign == 0 && c.malformed == 0,
 	   "64 fresh pages: %ld faults of ours, %ld foreign, %llu malformed",
@@ -256,7 +235,7 @@ static void test_live(void)
 	drain_all(&r, &o, &c);
 	memset(&o, 0, sizeof(o));
 	o.tid = me;
-	touch_fresh(64);
+	tp_touch_fresh(64, NULL, NULL);
 	drain_all(&r, &o, &c);
 	is_int(o.ours + o.foreign, 0, "empty filter: nothing recorded");
 	cm_tp_rings_close(&r);
