@@ -18,6 +18,7 @@
 #include "commap/mapping.h"
 #include "commap/placement_check.h"
 #include "pin.h"
+#include "record.h"
 
 /* ---- pinning -------------------------------------------------------- */
 
@@ -142,8 +143,10 @@ static int guard_grow(struct agent *a, int n)
 	return 0;
 }
 
-/* Read every live thread's schedstat (bounded: one small read each). */
-static void guard_snapshot(struct agent *a, double *cpu, double *wait)
+/* Read every live thread's schedstat (bounded: one small read each),
+ * recorded (record.h) as the snapshot of kind at time t. */
+static void guard_snapshot(struct agent *a, double *cpu, double *wait,
+			   char kind, uint64_t t)
 {
 	int n = cm_tracker_nthreads(a->tr);
 
@@ -157,6 +160,8 @@ static void guard_snapshot(struct agent *a, double *cpu, double *wait)
 				th->tid, &cpu[i], &wait[i]) < 0)
 			cpu[i] = wait[i] = -1;
 	}
+	cm_record_snapshot(a->rec, kind, t, n < a->g_cap ? n : a->g_cap, cpu,
+			   wait);
 }
 
 static int guard_on(const struct agent *a)
@@ -170,13 +175,13 @@ void ag_guard_mark(struct agent *a)
 	if (!guard_on(a) || a->g_pending ||
 	    guard_grow(a, cm_tracker_nthreads(a->tr)) < 0)
 		return;
-	guard_snapshot(a, a->g_cpu, a->g_wait);
-	a->g_snap_ns = now_ns();
+	a->g_snap_ns = ag_now(a);
+	guard_snapshot(a, a->g_cpu, a->g_wait, 'm', a->g_snap_ns);
 }
 
 int ag_guard_holding(const struct agent *a)
 {
-	return a->g_hold_until_ns && now_ns() < a->g_hold_until_ns;
+	return a->g_hold_until_ns && ag_now(a) < a->g_hold_until_ns;
 }
 
 /* A mapping is about to be applied: remember the placement it leaves and
@@ -185,11 +190,11 @@ int ag_guard_holding(const struct agent *a)
 static void guard_before_apply(struct agent *a)
 {
 	int n = cm_tracker_nthreads(a->tr);
-	uint64_t now = now_ns();
+	uint64_t now = ag_now(a);
 
 	if (!guard_on(a) || guard_grow(a, n) < 0)
 		return;
-	guard_snapshot(a, a->g_cpu_a, a->g_wait_a);
+	guard_snapshot(a, a->g_cpu_a, a->g_wait_a, 'a', now);
 	a->g_apply_ns = now;
 	if (a->g_pending)
 		return;
@@ -241,7 +246,7 @@ static void guard_undo(struct agent *a, const char *why)
 			unpin_thread(a, i);
 	}
 	a->g_undos++;
-	a->g_hold_until_ns = now_ns() + (uint64_t)(cm_guard_backoff_ms(
+	a->g_hold_until_ns = ag_now(a) + (uint64_t)(cm_guard_backoff_ms(
 						a->g_undos) * 1e6);
 	a->res.guard_undone++;
 	agent_warn("progress guard: the last mapping made the step slower "
@@ -271,21 +276,19 @@ static int stacked(struct agent *a)
 	return rc;
 }
 
-/* A window after the mapping has passed: judge it (every loop turn). */
-void ag_guard_poll(struct agent *a)
+/* The window after the mapping has passed: judge it, at one time
+ * (decide_ns), recorded with the snapshot. */
+static void guard_judge(struct agent *a)
 {
 	struct cm_progress after, ref;
-	uint64_t now = now_ns();
+	uint64_t now = ag_now(a);
 	int n = cm_tracker_nthreads(a->tr);
 	char why[160];
 
-	if (!a->g_pending || (now - a->g_apply_ns) / 1000000u <
-			     CM_GUARD_WINDOW_MS)
-		return;
 	a->g_pending = 0;
 	if (!guard_on(a) || guard_grow(a, n) < 0)
 		return;
-	guard_snapshot(a, a->g_cpu, a->g_wait);
+	guard_snapshot(a, a->g_cpu, a->g_wait, 'p', now);
 	a->g_snap_ns = now;
 	if (cm_guard_progress(n < a->g_cap ? n : a->g_cap, a->g_cpu_a,
 			      a->g_wait_a, a->g_cpu, a->g_wait,
@@ -309,6 +312,17 @@ void ag_guard_poll(struct agent *a)
 		guard_undo(a, why);
 	else
 		agent_debug("progress guard: mapping kept (%s)", why);
+}
+
+/* Every loop turn: judge the last mapping once its window has passed. */
+void ag_guard_poll(struct agent *a)
+{
+	if (!a->g_pending || (now_ns() - a->g_apply_ns) / 1000000u <
+			     CM_GUARD_WINDOW_MS)
+		return;
+	a->decide_ns = now_ns();
+	guard_judge(a);
+	a->decide_ns = 0;
 }
 
 /* Move every thread to its target (PU indices; -1: leave it). */

@@ -151,6 +151,17 @@ void cm_record_clock(struct cm_recorder *r, uint64_t t_ns, int interval_ms)
 				 (unsigned long long)t_ns));
 }
 
+void cm_record_snapshot(struct cm_recorder *r, char kind, uint64_t t_ns,
+			int n, const double *cpu, const double *wait)
+{
+	if (!r || r->err)
+		return;
+	check(r, fprintf(r->f, "snap %c %llu %d\n", kind,
+			 (unsigned long long)t_ns, n));
+	for (int i = 0; i < n && !r->err; i++)
+		check(r, fprintf(r->f, "s %.17g %.17g\n", cpu[i], wait[i]));
+}
+
 void cm_record_access(struct cm_recorder *r, int i,
 		      const struct cm_block_key *key, uint64_t region,
 		      int cls, uint64_t time_ns)

@@ -74,6 +74,12 @@ void cm_record_options(struct cm_recorder *r, uint64_t t0_ns, double alpha,
 		       double gain, double near_seen, const char *mode);
 /* Thread index i has exited (once per index). */
 void cm_record_exit(struct cm_recorder *r, int i);
+/* A snapshot of the progress guard (progress_guard.h) at t_ns: kind 'm'
+ * the window before a mapping starts, 'a' a mapping is applied, 'p' the
+ * window after it has passed (judged now); per thread index below n its
+ * CPU and wait seconds (-1 unread). */
+void cm_record_snapshot(struct cm_recorder *r, char kind, uint64_t t_ns,
+			int n, const double *cpu, const double *wait);
 /* An interval of interval_ms ended at t_ns (CLOCK_MONOTONIC), before its
  * decision; a checkpoint inside a long interval aged and folded at t_ns
  * (interval_ms 0: written as "checkpoint"). */

@@ -21,6 +21,10 @@ struct reader {
 	struct cm_matrix *fresh;	/* events since the last clock line */
 	cm_replay_clock_fn clock_fn;	/* NULL: none */
 	void *clock_ctx;
+	/* a progress guard's snapshot being read ("snap", then "s" lines) */
+	struct cm_replay_clock snap;
+	double *snap_cpu, *snap_wait;
+	int snap_got;
 	int version;
 	int lineno;
 	int header;		/* 0: want the format line, 1: want start,
@@ -166,7 +170,8 @@ static int on_access(struct reader *r, char **w, int n)
  * start. */
 static int fold(struct reader *r, uint64_t t, int ms)
 {
-	struct cm_replay_clock ev = { t, ms, r->fresh };
+	struct cm_replay_clock ev = { .t_ns = t, .interval_ms = ms,
+				      .fresh = r->fresh };
 
 	if (r->clock_fn && r->clock_fn(r->clock_ctx, r->rp, &ev, r->err) < 0)
 		return -1;
@@ -198,6 +203,73 @@ static int on_clock(struct reader *r, char **w, int n)
 	r->rp->last_clock_ns = t;
 	r->rp->nintervals += interval;
 	return fold(r, t, ms);
+}
+
+static void snap_free(struct reader *r)
+{
+	free(r->snap_cpu);
+	free(r->snap_wait);
+	r->snap_cpu = r->snap_wait = NULL;
+	r->snap.snap = 0;
+}
+
+/* All of a snapshot's lines are read: to the decisions' replay. */
+static int snap_done(struct reader *r)
+{
+	int rc = 0;
+
+	r->snap.cpu = r->snap_cpu;
+	r->snap.wait = r->snap_wait;
+	if (r->clock_fn)
+		rc = r->clock_fn(r->clock_ctx, r->rp, &r->snap, r->err);
+	snap_free(r);
+	return rc;
+}
+
+/* "snap KIND TIME N" (version 3): N "s CPU WAIT" lines follow. */
+static int on_snap(struct reader *r, char **w, int n)
+{
+	uint64_t t;
+	int k;
+
+	if (r->version < 3 || n != 4 || strlen(w[1]) != 1 ||
+	    !strchr("map", w[1][0]) || word_u64(w[2], 10, &t) ||
+	    word_int(w[3], 0, CM_REPLAY_MAX_THREADS, &k))
+		return bad(r, "want 'snap m|a|p TIME N' (N <= 4096, version "
+			   "3)");
+	if (t < r->rp->last_clock_ns)
+		return bad(r, "time goes back");
+	r->rp->last_clock_ns = t;
+	r->snap = (struct cm_replay_clock){ .t_ns = t, .snap = w[1][0],
+					    .n = k };
+	r->snap_got = 0;
+	r->snap_cpu = malloc((size_t)(k ? k : 1) * sizeof(double));
+	r->snap_wait = malloc((size_t)(k ? k : 1) * sizeof(double));
+	if (!r->snap_cpu || !r->snap_wait) {
+		snap_free(r);
+		return cm_errorf(r->err, ENOMEM, "recording: out of memory");
+	}
+	return k ? 0 : snap_done(r);
+}
+
+static int word_seconds(const char *w, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(w, &end);
+	return errno || *end || !(*out >= -1 && *out <= 1e9) ? -1 : 0;
+}
+
+/* "s CPU WAIT": the next thread of the snapshot being read. */
+static int on_snap_line(struct reader *r, char **w, int n)
+{
+	int i = r->snap_got;
+
+	if (n != 3 || word_seconds(w[1], &r->snap_cpu[i]) ||
+	    word_seconds(w[2], &r->snap_wait[i]))
+		return bad(r, "want 's CPU WAIT' (seconds, -1 unread)");
+	return ++r->snap_got == r->snap.n ? snap_done(r) : 0;
 }
 
 /* "options T0 ALPHA GAIN MODE [NEAR_SEEN]" (version 3), once before any
@@ -280,8 +352,8 @@ static int on_trailer(struct reader *r, char **w, int n)
 		return 0;
 	}
 	return bad(r, "unknown line (want a, thread, exit, interval, "
-		   "checkpoint, options, topology, cpuset, dry_run, mode, "
-		   "dropped or end)");
+		   "checkpoint, snap, options, topology, cpuset, dry_run, "
+		   "mode, dropped or end)");
 }
 
 /* The three header lines, in order. */
@@ -350,6 +422,11 @@ static int on_line(struct reader *r, char *line)
 		return on_header(r, w, n);
 	if (r->rp->complete)
 		return bad(r, "text after 'end'");
+	if (r->snap.snap)
+		return strcmp(w[0], "s") == 0 ? on_snap_line(r, w, n) :
+		       bad(r, "a snapshot cut short (want its 's' lines)");
+	if (strcmp(w[0], "snap") == 0)
+		return on_snap(r, w, n);
 	if (strcmp(w[0], "a") == 0)
 		return on_access(r, w, n);
 	if (strcmp(w[0], "thread") == 0)
@@ -427,6 +504,7 @@ int cm_replay_parse_clocked(const char *text, size_t len,
 	cm_detect_table_free(r.table);
 	cm_overlap_free(r.overlap);
 	cm_matrix_free(r.fresh);
+	snap_free(&r);		/* one cut short by the end (agent killed) */
 	if (rc < 0)
 		cm_replay_free(rp);
 	return rc;

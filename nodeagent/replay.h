@@ -67,12 +67,17 @@ struct cm_replay {
 };
 
 /* A clock line of a version 3 recording (record.h), given to the replay
- * of the decisions once the accesses before it are in the matrix. */
+ * of the decisions once the accesses before it are in the matrix; or a
+ * progress guard's snapshot (snap != 0), once all its lines are read. */
 struct cm_replay_clock {
 	uint64_t t_ns;		/* CLOCK_MONOTONIC */
 	int interval_ms;	/* the interval's length; 0: a checkpoint */
 	struct cm_matrix *fresh;	/* the events since the last one (the
-					 * hook may correct them) */
+					 * hook may correct them); NULL for a
+					 * snapshot */
+	char snap;		/* 'm', 'a', 'p' (record.h); 0: a clock line */
+	int n;			/* the snapshot's threads */
+	const double *cpu, *wait;	/* per thread, -1 unread */
 };
 typedef int (*cm_replay_clock_fn)(void *ctx, const struct cm_replay *rp,
 				  const struct cm_replay_clock *ev,

@@ -12,9 +12,9 @@
  * as the agent's checkpoint does.  Each mapping goes into the result's
  * timeline at the recorded time, so a dry run's timeline comes back
  * whole.  Under real pinning the events of pairs pinned near each other
- * are corrected as the agent corrects them (the recorded near_seen); the
- * progress guard's judgements of the threads' progress are not in a
- * recording: such a replay says so.
+ * are corrected as the agent corrects them (the recorded near_seen), and
+ * the progress guard judges each mapping from the recorded snapshots of
+ * the threads' schedstat ("snap" lines), undoing it as the agent did.
  */
 #include "config.h"
 
@@ -24,9 +24,24 @@
 #include <string.h>
 
 #include "commap/cost.h"
+#include "commap/placement_check.h"
 #include "placement.h"
+#include "progress_guard.h"
 #include "remap_policy.h"
 #include "replay_clock.h"
+
+/* The progress guard's state (the agent's g_* fields, agent_internal.h):
+ * snapshots per thread index, the one at the mapping being judged, the
+ * placement before it. */
+struct rguard {
+	int on;			/* the recorded run pinned */
+	double *cpu, *wait, *cpu_a, *wait_a;	/* CM_REPLAY_MAX_THREADS */
+	int *prev_os, nprev;
+	int *staged, nstaged;	/* the placement a mapping just left */
+	uint64_t snap_ns, apply_ns, hold_until_ns;
+	int pending, have_before, undos;
+	struct cm_progress before;
+};
 
 struct rclock {
 	const struct cm_topo *topo;
@@ -40,6 +55,7 @@ struct rclock {
 	int diverged;		/* a recorded interval differed from ours */
 	uint64_t t0_ns, last_aged_ns, last_full_ns;
 	double alpha, gain, near_seen;
+	struct rguard g;
 };
 
 static double at_s(const struct rclock *c, uint64_t t)
@@ -165,37 +181,73 @@ static void note_full(struct rclock *c, const struct cm_place_set *s,
 	free(os);
 }
 
-/* Move to the targets, each move a migration; then the timeline entry
- * (exited threads -1, the live count). */
-static int apply(struct rclock *c, const int *target, const int *alive,
-		 int n, uint64_t t, double cost, const char *why)
+/* The timeline entry of the placement now (exited threads -1, the live
+ * count); NULL on ENOMEM. */
+static struct cm_result_mapping *record_mapping(struct rclock *c,
+						const int *alive, int n,
+						uint64_t t, double cost,
+						const char *why)
 {
 	int *os = malloc((size_t)(n ? n : 1) * sizeof(int));
 	int live = 0;
 
 	if (!os)
-		return -1;
+		return NULL;
 	for (int i = 0; i < n; i++) {
-		int to = target[i] >= 0 ?
-			 cm_topo_pu_os_index(c->topo, target[i]) : -1;
-
-		if (to >= 0 && to != c->cur_os[i] && alive[i]) {
-			cm_agent_result_add_migration(c->res, at_s(c, t), i,
-						      c->cur_os[i], to);
-			c->cur_os[i] = to;
-			c->res->stats.pins++;
-		}
 		os[i] = alive[i] ? c->cur_os[i] : -1;
 		live += alive[i];
 	}
 	if (cm_agent_result_add_mapping(c->res, at_s(c, t), os, n, cost,
 					why) < 0) {
 		free(os);
-		return -1;
+		return NULL;
 	}
-	c->res->timeline[c->res->ntimeline - 1].live = live;
 	free(os);
+	c->res->timeline[c->res->ntimeline - 1].live = live;
+	return &c->res->timeline[c->res->ntimeline - 1];
+}
+
+static void move(struct rclock *c, int i, int to, uint64_t t)
+{
+	cm_agent_result_add_migration(c->res, at_s(c, t), i, c->cur_os[i],
+				      to);
+	c->cur_os[i] = to;
+	c->res->stats.pins++;
+}
+
+/* The guard's "before apply" needs the placement the mapping leaves; its
+ * snapshot follows in the recording ('a'). */
+static int stage(struct rclock *c, int n)
+{
+	int *s = malloc((size_t)(n ? n : 1) * sizeof(int));
+
+	if (!s)
+		return -1;
+	memcpy(s, c->cur_os, (size_t)n * sizeof(int));
+	free(c->g.staged);
+	c->g.staged = s;
+	c->g.nstaged = n;
 	return 0;
+}
+
+/* Move to the targets, each move a migration; then the timeline entry. */
+static int apply(struct rclock *c, const int *target, const int *alive,
+		 int n, uint64_t t, double cost, const char *why)
+{
+	int started = 0;
+
+	for (int i = 0; i < n; i++) {
+		int to = target[i] >= 0 ?
+			 cm_topo_pu_os_index(c->topo, target[i]) : -1;
+
+		if (to < 0 || to == c->cur_os[i])
+			continue;
+		if (!started++ && c->g.on && stage(c, n) < 0)
+			return -1;
+		if (alive[i])
+			move(c, i, to, t);
+	}
+	return record_mapping(c, alive, n, t, cost, why) ? 0 : -1;
 }
 
 /* The agent's ag_remap for a dry run: the plan kind, or -1 (ENOMEM). */
@@ -269,7 +321,7 @@ static int interval_end(struct rclock *c, const struct cm_replay *rp,
 		c->recheck = CM_REMAP_RECHECK_INTERVALS;
 	else if (c->recheck > 0)
 		c->recheck--;
-	if (d.compute) {
+	if (d.compute && !(c->g.hold_until_ns && t < c->g.hold_until_ns)) {
 		int kind = remap(c, rp, &s, sub, d.reason, t);
 
 		if (kind < 0)
@@ -308,11 +360,146 @@ static int correct_colocation(struct rclock *c, struct cm_matrix *fresh)
 	return 0;
 }
 
+/* ---- the progress guard (the agent's agent_place.c) ---------------- */
+
+static void copy_snap(const struct cm_replay_clock *ev, double *cpu,
+		      double *wait)
+{
+	memcpy(cpu, ev->cpu, (size_t)ev->n * sizeof(double));
+	memcpy(wait, ev->wait, (size_t)ev->n * sizeof(double));
+}
+
+/* 'a': a mapping was applied at ev->t_ns (guard_before_apply). */
+static void guard_apply(struct rclock *c, const struct cm_replay_clock *ev)
+{
+	struct rguard *g = &c->g;
+	uint64_t t = ev->t_ns;
+
+	copy_snap(ev, g->cpu_a, g->wait_a);
+	g->apply_ns = t;
+	if (g->pending)
+		return;
+	free(g->prev_os);
+	g->prev_os = g->staged;
+	g->nprev = g->staged ? g->nstaged : 0;
+	g->staged = NULL;
+	g->have_before = g->snap_ns && (t - g->snap_ns) / 1000000u >=
+					CM_GUARD_MIN_BEFORE_MS &&
+			 cm_guard_progress(ev->n, g->cpu, g->wait, g->cpu_a,
+					   g->wait_a,
+					   (double)(t - g->snap_ns) / 1e9,
+					   &g->before) == 0 &&
+			 g->before.busy > 0;
+	g->pending = 1;
+}
+
+/* Does some PU hold more live threads than the invariant allows? */
+static int stacked(struct rclock *c, const struct cm_replay *rp)
+{
+	int n = rp->nthreads, live = 0, rc;
+	int *os = malloc((size_t)(n ? n : 1) * sizeof(int));
+
+	if (!os)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		int alive = !rp->threads[i].exited;
+
+		os[i] = alive && i < c->cap ? c->cur_os[i] : -1;
+		live += alive;
+	}
+	rc = cm_placement_check(cm_topo_npus(c->topo), live, n, os, NULL) < 0;
+	free(os);
+	return rc;
+}
+
+/* Undo the mapping judged (guard_undo): back where the threads were, or
+ * unplaced; then no mapping for the backoff. */
+static int guard_undo(struct rclock *c, const struct cm_replay *rp,
+		      uint64_t t, const char *why)
+{
+	int n = rp->nthreads, *alive = malloc((size_t)(n ? n : 1) *
+					      sizeof(int));
+	struct cm_result_mapping *e;
+
+	if (!alive || grow(c, n) < 0) {
+		free(alive);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		int prev = i < c->g.nprev ? c->g.prev_os[i] : -1;
+
+		alive[i] = !rp->threads[i].exited;
+		if (!alive[i] || c->cur_os[i] == prev)
+			continue;
+		if (prev >= 0)
+			move(c, i, prev, t);
+		else
+			c->cur_os[i] = -1;
+	}
+	c->g.undos++;
+	c->g.hold_until_ns = t + (uint64_t)(cm_guard_backoff_ms(c->g.undos) *
+					    1e6);
+	c->res->guard_undone++;
+	e = record_mapping(c, alive, n, t, -1, "guard-undo");
+	if (e)
+		snprintf(e->note, sizeof(e->note), "%s", why);
+	free(alive);
+	return e ? 0 : -1;
+}
+
+/* 'p': the window after the mapping has passed; judge it (guard_judge). */
+static int guard_judge(struct rclock *c, const struct cm_replay *rp,
+		       const struct cm_replay_clock *ev)
+{
+	struct rguard *g = &c->g;
+	struct cm_progress after, ref;
+	uint64_t t = ev->t_ns;
+	char why[160];
+
+	g->pending = 0;
+	copy_snap(ev, g->cpu, g->wait);
+	g->snap_ns = t;
+	if (cm_guard_progress(ev->n, g->cpu_a, g->wait_a, g->cpu, g->wait,
+			      (double)(t - g->apply_ns) / 1e9, &after) < 0 ||
+	    after.threads == 0)
+		return 0;
+	if (g->have_before)
+		ref = g->before;
+	else if (!stacked(c, rp))
+		return 0;
+	else
+		cm_guard_baseline(after.busy, cm_topo_npus(c->topo), &ref);
+	c->res->guard_checked++;
+	if (cm_guard_worse(&ref, &after, !g->have_before, why, sizeof(why)))
+		return guard_undo(c, rp, t, why);
+	return 0;
+}
+
+static int on_snapshot(struct rclock *c, const struct cm_replay *rp,
+		       const struct cm_replay_clock *ev)
+{
+	if (!c->g.on)
+		return 0;
+	if (ev->snap == 'm') {
+		copy_snap(ev, c->g.cpu, c->g.wait);
+		c->g.snap_ns = ev->t_ns;
+		return 0;
+	}
+	if (ev->snap == 'a') {
+		guard_apply(c, ev);
+		return 0;
+	}
+	return guard_judge(c, rp, ev);
+}
+
 static int on_clock(void *ctx, const struct cm_replay *rp,
 		    const struct cm_replay_clock *ev, struct cm_error *err)
 {
 	struct rclock *c = ctx;
 
+	if (ev->snap)
+		return on_snapshot(c, rp, ev) < 0 ?
+		       cm_errorf(err, ENOMEM, "replay: out of memory") : 0;
 	if (ev->interval_ms == 0)	/* a checkpoint: age, then fold */
 		age_live(c, ev->t_ns);
 	if (correct_colocation(c, ev->fresh) < 0 ||
@@ -336,6 +523,31 @@ static int on_clock(void *ctx, const struct cm_replay *rp,
 	return 0;
 }
 
+static int guard_alloc(struct rguard *g, int on)
+{
+	double **arr[] = { &g->cpu, &g->wait, &g->cpu_a, &g->wait_a };
+
+	g->on = on;
+	for (size_t k = 0; on && k < sizeof(arr) / sizeof(arr[0]); k++) {
+		*arr[k] = malloc(CM_REPLAY_MAX_THREADS * sizeof(double));
+		if (!*arr[k])
+			return -1;
+		for (int i = 0; i < CM_REPLAY_MAX_THREADS; i++)
+			(*arr[k])[i] = -1;
+	}
+	return 0;
+}
+
+static void guard_free(struct rguard *g)
+{
+	free(g->cpu);
+	free(g->wait);
+	free(g->cpu_a);
+	free(g->wait_a);
+	free(g->prev_os);
+	free(g->staged);
+}
+
 int cm_replay_clock_run(const char *text, size_t len,
 			const struct cm_replay *first,
 			const struct cm_topo *topo,
@@ -352,13 +564,13 @@ int cm_replay_clock_run(const char *text, size_t len,
 	int rc;
 
 	*total = NULL;
-	if (!first->dry_run)
-		cm_agent_result_warn(res, "the recorded run pinned threads: "
-				     "the progress guard's judgements are not "
-				     "replayed (no schedstat readings)");
-	c.live = cm_matrix_new(0);
-	if (!c.live)
+	if (guard_alloc(&c.g, !first->dry_run) < 0)
 		return cm_errorf(err, ENOMEM, "replay: out of memory");
+	c.live = cm_matrix_new(0);
+	if (!c.live) {
+		guard_free(&c.g);
+		return cm_errorf(err, ENOMEM, "replay: out of memory");
+	}
 	rc = cm_replay_parse_clocked(text, len, &rp, on_clock, &c, err);
 	if (rc == 0) {
 		*total = rp.m;	/* corrected as the agent's total is */
@@ -366,6 +578,7 @@ int cm_replay_clock_run(const char *text, size_t len,
 		cm_replay_free(&rp);
 	}
 	cm_matrix_free(c.live);
+	guard_free(&c.g);
 	free(c.cur_os);
 	free(c.partner);
 	free(c.undo_os);

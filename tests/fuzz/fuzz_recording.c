@@ -7,8 +7,9 @@
  * CM_REPLAY_MAX_THREADS threads, a matrix no larger, whose total weight is
  * the number of events the table reported, and parsing it again gives the
  * same matrix (the replay is deterministic); read with a clock hook
- * (version 3), it is called once per clock line, with times that never
- * go back, and the events it is given weigh no more than the matrix.
+ * (version 3), it is called once per clock line and guard snapshot, with
+ * times that never go back, and the events it is given weigh no more than
+ * the matrix.
  */
 #include <math.h>
 #include <stdint.h>
@@ -32,8 +33,17 @@ static int on_clock(void *ctx, const struct cm_replay *rp,
 
 	(void)rp;
 	(void)err;
-	fuzz_require(ev->t_ns >= c->last && ev->fresh, "clock lines in order");
+	fuzz_require(ev->t_ns >= c->last, "clock lines in order");
 	c->last = ev->t_ns;
+	if (ev->snap) {
+		fuzz_require(ev->n >= 0 && ev->n <= CM_REPLAY_MAX_THREADS &&
+			     !ev->fresh, "a snapshot of at most 4096 threads");
+		for (int i = 0; i < ev->n; i++)
+			fuzz_require(ev->cpu[i] >= -1 && ev->wait[i] >= -1,
+				     "readings of -1 (unread) or more");
+		return 0;
+	}
+	fuzz_require(ev->fresh != NULL, "a clock line has its events");
 	c->n++;
 	c->fresh += cm_matrix_total(ev->fresh);
 	return 0;

@@ -168,6 +168,12 @@ static const struct bad_case bad[] = {
 	{ V3 OPT "exit 4096\n", "line 5: want 'exit I'" },
 	{ V3 "options 1 0.75 0.05 dynamic 0\n", "line 4: options: NEAR_SEEN" },
 	{ V3 "options 1 0.75 0.05 dynamic 1 x\n", "line 4: want 'options" },
+	{ V3 "snap x 5 1\n", "line 4: want 'snap m|a|p" },
+	{ V3 "snap m 5 4097\n", "line 4: want 'snap m|a|p" },
+	{ V3 "snap m 5 2\ns 1 1\na 1 0 0 0 0 0 0 0\n",
+	  "line 6: a snapshot cut short" },
+	{ V3 "snap m 5 1\ns -2 1\n", "line 5: want 's CPU WAIT'" },
+	{ V3 OPT "interval 9 200\nsnap p 8 0\n", "line 6: time goes back" },
 };
 
 static void test_bad(void)
@@ -200,6 +206,9 @@ static void test_dropped(void)
 struct clocks {
 	int n, ms[4];
 	double fresh;		/* the events' weight given, in all */
+	char snaps[4];		/* the snapshots' kinds, in order */
+	int nsnap;
+	double cpu1, wait1;	/* thread 1's readings in the last one */
 };
 
 static int on_clock(void *ctx, const struct cm_replay *rp,
@@ -209,6 +218,14 @@ static int on_clock(void *ctx, const struct cm_replay *rp,
 
 	(void)rp;
 	(void)err;
+	if (ev->snap) {
+		if (c->nsnap < 4)
+			c->snaps[c->nsnap] = ev->snap;
+		c->nsnap++;
+		c->cpu1 = ev->n > 1 ? ev->cpu[1] : -2;
+		c->wait1 = ev->n > 1 ? ev->wait[1] : -2;
+		return 0;
+	}
 	if (c->n < 4)
 		c->ms[c->n] = ev->interval_ms;
 	c->n++;
@@ -246,6 +263,12 @@ static void test_clock(const char *path)
 	cm_record_exit(r, 3);
 	cm_record_exit(r, 3);
 	cm_record_clock(r, 2000, 0);
+	{
+		double cpu[3] = { -1, 0.125, 3.5 }, wait[3] = { -1, 1e-9, 0 };
+
+		cm_record_snapshot(r, 'a', 2000, 3, cpu, wait);
+		cm_record_snapshot(r, 'p', 2300, 3, cpu, wait);
+	}
 	cm_record_exit(r, 9);		/* never written: no identity */
 	ok(cm_record_close(r, NULL, 1, "dynamic", &err) == 0, "closed (%s)",
 	   err.text);
@@ -259,10 +282,13 @@ static void test_clock(const char *path)
 	ok(c.n == 2 && c.ms[0] == 200 && c.ms[1] == 0 && rp.nintervals == 1,
 	   "an interval end, then a checkpoint (%d calls)", c.n);
 	ok(c.fresh > 0 && c.fresh <= cm_matrix_total(rp.m) &&
-	   rp.last_clock_ns == 2000, "the events between clock lines are "
+	   rp.last_clock_ns >= 2000, "the events between clock lines are "
 	   "the matrix's (%g of %g)", c.fresh, cm_matrix_total(rp.m));
 	ok(rp.threads[3].exited && !rp.threads[2].exited && rp.nthreads == 7,
 	   "an exit, once, only of a thread written");
+	ok(c.nsnap == 2 && c.snaps[0] == 'a' && c.snaps[1] == 'p' &&
+	   c.cpu1 == 0.125 && c.wait1 == 1e-9 && rp.last_clock_ns == 2300,
+	   "the guard's snapshots, the very same readings");
 	cm_replay_free(&rp);
 	free(text);
 }
