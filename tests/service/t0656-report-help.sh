@@ -120,4 +120,5 @@ has "no topology or mapping: the cost is not known" "$out" \
 has "no pins: no latency" "$out" "pin latency: not recorded"
 has "no sampling figures: said" "$out" "evidence: no sampling figures"
 
+ok "the service stops cleanly (no leak reported)" stop_service
 done_testing

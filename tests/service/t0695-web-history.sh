@@ -231,4 +231,5 @@ lacks "  nothing of A's shown" "heatmap"
 req $A GET "/compare?a=5001"
 is "/compare without b: 400" "$code" 400
 
+ok "the service stops cleanly (no leak reported)" stop_service
 done_testing
