@@ -57,6 +57,7 @@ done
 work=$(mktemp -d /tmp/commap-try-packages.XXXXXX)
 chmod 755 "$work"	# slurmd's job user reads the demo's workloads here
 src=$work/commap
+build=$src/debian/build	# dh's build directory (debian/rules)
 we_installed=no
 moved=()
 demo_env=()
@@ -205,7 +206,7 @@ demo_env=(SLURM_CONF_DIR="$work/slurm" COMMAP_CLUSTER_DIR="$work/cluster"
 	COMMAP_SLURMCTLD_PORT="$ctld_port" COMMAP_SLURMD_PORT=$((ctld_port + 1))
 	COMMAP_FIRST_JOB_ID=$((ctld_port * 100))
 	COMMAP_SERVICE_DIR="$work/service" COMMAP_SERVICE_CONF="$work/service/service.conf"
-	COMMAP_SERVICE_LISTEN="127.0.0.1:$svc_port" COMMAP_DEMO_BUILD="$src")
+	COMMAP_SERVICE_LISTEN="127.0.0.1:$svc_port" COMMAP_DEMO_BUILD="$build")
 env "${demo_env[@]}" bash "$src/deploy/demo.sh" --installed 2>&1 |
 	tee "$work/demo.log" || die "the demo with the installed packages failed"
 grep -q "plugin /usr/lib/.*/slurm-wlm/commap_spank.so" "$work/demo.log" ||
@@ -225,7 +226,7 @@ step "a job through the packaged plugstack.conf.d line and /etc/commap/commap.co
 echo 'include /etc/slurm/plugstack.conf.d/*.conf' >"$work/slurm/plugstack.conf"
 sed -i "s|^service=.*|service=http://127.0.0.1:$svc_port|" /etc/commap/commap.conf
 SLURM_CONF=$work/slurm/slurm.conf srun --commap=dynamic -c 2 -J pkg-conf \
-	bash -c 'echo "job=$SLURM_JOB_ID"; exec "$@"' job "$src/tests/workloads/wl-threads" \
+	bash -c 'echo "job=$SLURM_JOB_ID"; exec "$@"' job "$build/tests/workloads/wl-threads" \
 	--pattern pairs --threads 4 --seconds 2 >"$work/conf-job.log" 2>&1 || {
 	cat "$work/conf-job.log" >&2
 	die "srun --commap=dynamic failed with the packaged plugstack line"
