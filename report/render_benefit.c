@@ -264,8 +264,31 @@ static void breakdown(char *buf, size_t size, const json_t *o)
 	}
 }
 
+/* A list of breakdowns (one per phase, say): each element's figures in
+ * parentheses, the first 8. */
+static void breakdown_list(char *buf, size_t size, const json_t *a)
+{
+	const json_t *v;
+	size_t i, len = 0;
+
+	buf[0] = '\0';
+	json_array_foreach(a, i, v) {
+		if (i >= 8 || len + 4 >= size)
+			break;
+		if (!json_is_object(v))
+			continue;
+		len += (size_t)snprintf(buf + len, size - len, "%s(",
+					len ? " " : "");
+		breakdown(buf + len, size - len, v);
+		len += strlen(buf + len);
+		if (len + 1 < size)
+			len += (size_t)snprintf(buf + len, size - len, ")");
+	}
+}
+
 /* What the matrix rests on: samples, the share decoded, events (the
- * matrix's total weight), and any breakdown the result carries. */
+ * matrix's total weight), and any breakdown the result carries (an
+ * object of figures, or a list of them). */
 static int evidence_line(json_t *a, const json_t *doc)
 {
 	static const char *const parts[] = { "levels", "evidence", "phases" };
@@ -288,9 +311,12 @@ static int evidence_line(json_t *a, const json_t *doc)
 		return -1;
 	for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
 		e = json_object_get(st, parts[i]);
-		if (!json_is_object(e))
+		if (json_is_array(e))
+			breakdown_list(more, sizeof(more), e);
+		else if (json_is_object(e))
+			breakdown(more, sizeof(more), e);
+		else
 			continue;
-		breakdown(more, sizeof(more), e);
 		if (more[0] && add(a, "samples", "  by %s: %s",
 				   strcmp(parts[i], "evidence") ? parts[i] :
 				   "kind", more) < 0)

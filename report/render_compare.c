@@ -57,6 +57,51 @@ static double cosine(const struct cm_report *a, const struct cm_report *b)
 	return na > 0 && nb > 0 ? dot / sqrt(na * nb) : -1;
 }
 
+#define TOP_CHANGES 5
+
+/* The pairs whose share of their matrix's communication changed most
+ * (each matrix normalised to a total of 1), largest first: what moved
+ * between the runs when the cosine says they differ. */
+static void top_changes(FILE *out, const struct cm_report *a,
+			const struct cm_report *b)
+{
+	int top[TOP_CHANGES][2], n = a->nthreads, i, j, k, m = 0;
+	double d[TOP_CHANGES], x;
+
+	if (cosine(a, b) < 0 || a->total_weight <= 0 || b->total_weight <= 0)
+		return;
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++) {
+			x = fabs(a->matrix[i * n + j] / a->total_weight -
+				 b->matrix[i * n + j] / b->total_weight);
+			if (x <= 1e-9 || (m == TOP_CHANGES && x <= d[m - 1]))
+				continue;
+			for (k = m < TOP_CHANGES ? m++ : m - 1;
+			     k > 0 && d[k - 1] < x; k--) {
+				d[k] = d[k - 1];
+				top[k][0] = top[k - 1][0];
+				top[k][1] = top[k - 1][1];
+			}
+			d[k] = x;
+			top[k][0] = i;
+			top[k][1] = j;
+		}
+	if (m == 0)
+		return;
+	fputs("<table class=\"changes\"><tr><th>pair</th><th>share in A</th>"
+	      "<th>share in B</th></tr>\n", out);
+	for (k = 0; k < m; k++) {
+		i = top[k][0];
+		j = top[k][1];
+		fprintf(out, "<tr><td>%s \xe2\x80\x93 %s</td><td class=\"num\">"
+			"%.1f%%</td><td class=\"num\">%.1f%%</td></tr>\n",
+			a->threads[i].label, a->threads[j].label,
+			100 * a->matrix[i * n + j] / a->total_weight,
+			100 * b->matrix[i * n + j] / b->total_weight);
+	}
+	fputs("</table>\n", out);
+}
+
 static void job_title(FILE *out, const json_t *job, const char *which,
 		      const struct cm_render_opts *o)
 {
@@ -150,6 +195,7 @@ int cm_render_compare_html(FILE *out, const json_t *a, const json_t *b,
 		goto out;
 	rd_page_head(out, o, "Compare two runs", NULL);
 	diff_table(out, ra, rb);
+	top_changes(out, ra, rb);
 	fputs("<div class=\"compare\">\n", out);
 	if (column(out, a, row_a, ra, 0, "A", o) < 0 ||
 	    column(out, b, row_b, rb, 1, "B", o) < 0) {

@@ -154,10 +154,12 @@ static void test_time_and_evidence(void)
 
 	json_object_set_new(doc, "stats", json_pack(
 		"{s:i, s:i, s:i, s:{s:f, s:f, s:f, s:i},"
-		" s:{s:{s:i, s:i}, s:i}}",
+		" s:{s:{s:i, s:i}, s:i}, s:[{s:f, s:i}, {s:f, s:i}, s]}",
 		"samples", 1000, "decoded", 250, "faults", 3,
 		"pin_latency_ms", "p50", 4.0, "p90", 9.0, "max", 12.0, "n", 2,
-		"levels", "line", "events", 7, "samples", 9, "page", 40));
+		"levels", "line", "events", 7, "samples", 9, "page", 40,
+		"phases", "t", 0.0, "samples", 700, "t", 1.5, "samples", 300,
+		"x"));
 	row = json_pack("{s:[{s:i}, {s:i}, {s:i}, {s:n}]}", "earlier_runs",
 			"duration_s", 100, "duration_s", 80, "duration_s", 120,
 			"duration_s");
@@ -172,10 +174,16 @@ static void test_time_and_evidence(void)
 	is_str(line(lines, "samples"), "evidence: 1000 samples, 25.0% "
 	       "decoded, 3 faults, 2.5 events in the matrix",
 	       "evidence: samples, decoded share, faults, events");
-	json_array_foreach(lines, i, l)
-		by += !strcmp(json_string_value(json_object_get(l, "text")),
-			      "  by levels: line (events 7, samples 9), page 40");
-	is_int(by, 1, "a nested breakdown by level, as the result has it");
+	json_array_foreach(lines, i, l) {
+		const char *t = json_string_value(json_object_get(l, "text"));
+
+		by += !strcmp(t, "  by levels: line (events 7, samples 9), "
+			      "page 40");
+		by += 2 * !strcmp(t, "  by phases: (t 0, samples 700) (t 1.5, "
+				  "samples 300)");
+	}
+	is_int(by, 3, "breakdowns by level (nested) and by phase (a list), "
+	       "as the result has them");
 	json_decref(lines);
 	json_decref(row);
 	json_decref(doc);

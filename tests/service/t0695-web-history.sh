@@ -225,6 +225,27 @@ has "  the matrices alike (same pattern)" '<td class="num cosine">1.000</td>'
 ok "  both heatmaps and placements" $check svgs "$T/body" heatmap-0 heatmap-1 \
 	topology-0 topology-1
 has "  both jobs linked" 'href="/jobs/5004">job 5004</a>'
+prepare "$T/5.json" 5005 "$uid_a" $A 2026-11-22T14:00:00Z 70
+python3 - "$T/5.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["edges"][0][2] = 50.0          # threads 0 and 1 now share most
+json.dump(d, open(sys.argv[1], "w"))
+PY
+req root POST /v1/results --data-binary @"$T/5.json"
+req $A GET "/compare?a=5001&b=5005"
+ok "another pattern: the cosine below 1" python3 -c '
+import re, sys
+m = re.search(r"num cosine\">([0-9.]+)<", sys.argv[1])
+sys.exit(not m or not float(m.group(1)) < 0.99)' "$body"
+ok "  the pair that changed most first, with its shares (2.5 of 15, 50 of 62.5)" \
+	python3 -c '
+import os, re, sys
+page = os.fsencode(sys.argv[1]).decode("utf-8")
+rows = re.findall(r"<tr><td>([^<]*)</td><td class=\"num\">([0-9.]+)%</td>"
+                  r"<td class=\"num\">([0-9.]+)%</td></tr>",
+                  page.split("class=\"changes\"")[-1])
+sys.exit(not rows or rows[0] != ("r0.t0 \u2013 r0.t1", "16.7", "80.0"))' "$body"
 req $B GET "/compare?a=5100&b=5001"
 is "B comparing with A's job: 403" "$code" 403
 lacks "  nothing of A's shown" "heatmap"
