@@ -99,7 +99,7 @@ report() {
 . "$here/gromacs.sh"
 . "$here/hpcc.sh"
 
-echo "# $(date -u +%FT%TZ) $(git -C "$top" log -1 --format=%h) period=${period:-default} load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(date -u +%FT%TZ) agent $COMMAP_AGENT period=${period:-default} load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "| application | run | wall s | figures | |"
 echo "|---|---|---|---|---|"
 for app in "${apps[@]}"; do
