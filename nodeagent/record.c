@@ -139,9 +139,19 @@ void cm_record_exit(struct cm_recorder *r, int i)
 	check(r, fprintf(r->f, "exit %d\n", i));
 }
 
+/* Past the size limit, lines of the decisions are left out as accesses
+ * are (the replay says the recording was cut); 1: leave this one out. */
+static int over_limit(struct cm_recorder *r)
+{
+	if (r->bytes < RECORD_MAX_BYTES)
+		return 0;
+	r->dropped++;
+	return 1;
+}
+
 void cm_record_clock(struct cm_recorder *r, uint64_t t_ns, int interval_ms)
 {
-	if (!r || r->err)
+	if (!r || r->err || over_limit(r))
 		return;
 	if (interval_ms > 0)
 		check(r, fprintf(r->f, "interval %llu %d\n",
@@ -154,7 +164,7 @@ void cm_record_clock(struct cm_recorder *r, uint64_t t_ns, int interval_ms)
 void cm_record_snapshot(struct cm_recorder *r, char kind, uint64_t t_ns,
 			int n, const double *cpu, const double *wait)
 {
-	if (!r || r->err)
+	if (!r || r->err || over_limit(r))
 		return;
 	check(r, fprintf(r->f, "snap %c %llu %d\n", kind,
 			 (unsigned long long)t_ns, n));
@@ -166,12 +176,8 @@ void cm_record_access(struct cm_recorder *r, int i,
 		      const struct cm_block_key *key, uint64_t region,
 		      int cls, uint64_t time_ns)
 {
-	if (!r || r->err)
+	if (!r || r->err || over_limit(r))
 		return;
-	if (r->bytes >= RECORD_MAX_BYTES) {
-		r->dropped++;
-		return;
-	}
 	check(r, fprintf(r->f, "a %llu %d %llx %llx %llx %d %llx %d\n",
 			 (unsigned long long)time_ns, i,
 			 (unsigned long long)key->space,

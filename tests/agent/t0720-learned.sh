@@ -99,22 +99,51 @@ req root GET "/v1/models?$q"
 is "run 2 improved the model: 2 runs" "$(jq_py 'j["runs"]')" 2
 
 # --- the model on another allocation: this machine's real PUs -------------
+# What the learned mapping placed is asserted (the last "learned" entry and
+# the workers' first pins); what comes after it under real pinning (the
+# progress guard undoing it on a loaded machine, pins made again after
+# the backoff) is the guard's, replayed deterministically in t0780.  A
+# model fetch that missed its 500 ms deadline on a loaded machine is the
+# job running dynamic, not a failure: then there is nothing to check.
+# learned_pins FILE PUS: the 8 workers' first pins are the last learned
+# entry's, sorted onto PUS (a Python list), each pair on one PU.
+learned_pins() {
+	py "$1" '(lambda L, first: bool(L) and
+	sorted(L[-1]["pu_of_thread"][1:9]) == '"$2"' and
+	all(L[-1]["pu_of_thread"][a] == L[-1]["pu_of_thread"][a + 1]
+	    for a in (1, 3, 5, 7)) and
+	sorted(first) == list(range(1, 9)) and
+	all(first[t] == L[-1]["pu_of_thread"][t] for t in first))(
+	[e for e in d["timeline"] if e["reason"] == "learned"],
+	{t: m["to"] for t, m in reversed([(m["thread"], m)
+	  for m in d["migrations"] if m["from"] == -1])
+	 if 1 <= t <= 8})'
+}
+learned_check() {
+	if py "$1" '(d["model"]["used"] is not True and
+	"timeout" in d["model"].get("reason", "").lower())'; then
+		tap_count=$((tap_count + 1))
+		echo "ok $tap_count - $2 # SKIP the model came too late at this load"
+	else
+		ok "$2" learned_pins "$1" "$3"
+	fi
+}
 run taskset -c 1 "$commap" run --mode learned --output "$T/cpu1.json" \
 	-- "$pairs" -p 4 -t 300 -c 600
-ok "one real CPU (taskset -c 1): learned, every pin to CPU 1" \
-	py "$T/cpu1.json" '(d["model"]["used"] is True and
-	d["topology"]["cpuset"] == "1" and not d["topology"]["dry_run"] and
-	len(d["migrations"]) == 8 and all(m["to"] == 1 for m in d["migrations"]))'
+ok "one real CPU (taskset -c 1): its CPU set, real pinning" \
+	py "$T/cpu1.json" '(d["topology"]["cpuset"] == "1" and
+	not d["topology"]["dry_run"] and all(m["to"] in (-1, 1)
+	for m in d["migrations"]))'
+learned_check "$T/cpu1.json" \
+	"one real CPU: learned, the 8 workers first pinned to CPU 1" \
+	"[1] * 8"
 ncpu=$(python3 -c 'import os; print(len(os.sched_getaffinity(0)))')
 if [ "$ncpu" -ge 2 ]; then
 	run taskset -c 0,1 "$commap" run --mode learned --output "$T/cpu2.json" \
 		-- "$pairs" -p 4 -t 300 -c 600
-	ok "two real CPUs: 8 workers pinned once, 4 per CPU, pairs together" \
-		py "$T/cpu2.json" '(lambda m: d["model"]["used"] is True and
-		len(d["migrations"]) == 8 and
-		sorted(m[1:9]) == [0, 0, 0, 0, 1, 1, 1, 1] and
-		all(m[a] == m[a + 1] for a in (1, 3, 5, 7)))(
-		d["timeline"][-1]["pu_of_thread"])'
+	learned_check "$T/cpu2.json" \
+		"two real CPUs: the 8 workers first pinned 4 per CPU, pairs together" \
+		"[0, 0, 0, 0, 1, 1, 1, 1]"
 fi
 
 # --- a changed executable: another hash, no model -------------------------

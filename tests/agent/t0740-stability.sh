@@ -57,6 +57,10 @@ ok "late pairs: no placed thread moved" py "$T/late.json" 'not moved'
 py "$T/late.json" 'not moved' ||
 	diag "moves: $(python3 -c 'import json, sys
 print(json.load(open(sys.argv[1]))["migrations"])' "$T/late.json")"
+ok "late pairs: the thread that exited (sleep) is out of the last mapping" \
+	py "$T/late.json" '(lambda e: e["threads_live"] ==
+len(e["pu_of_thread"]) - 1 and sum(x >= 0 for x in e["pu_of_thread"]) == 8)(
+d["timeline"][-1])'
 ok "late pairs: each pair ends on one core" py "$T/late.json" '
 (lambda m: all(m[p[a]] >= 0 and m[p[a]] // 2 == m[p[a + 1]] // 2
                for p in w.values() for a in (1, 3)))(
