@@ -468,7 +468,10 @@ static void model_history(FILE *out, const json_t *model, const json_t *runs,
 	const json_t *arr = json_object_get(runs, "runs");
 	size_t i;
 
-	fputs("<h2>Runs folded into it</h2>\n<p class=\"folded\">", out);
+	fputs("<h2>Runs folded into it</h2>\n<p class=\"muted\">The recent "
+	      "ones, each with the cosine of its matrix against the model "
+	      "before it (a model's first run has none).</p>\n"
+	      "<p class=\"folded\">", out);
 	json_array_foreach(h, i, v) {
 		long long id = (long long)json_integer_value(
 			json_object_get(v, "result_id"));
