@@ -63,13 +63,17 @@ moved=()
 demo_env=()
 service_pid=
 
+# Only this run's daemons: demo.sh stop would stop other demos' as well.
+demo_stop() {
+	env "${demo_env[@]}" bash "$src/deploy/service/service.sh" stop
+	env "${demo_env[@]}" bash "$src/deploy/cluster/cluster.sh" stop
+}
+
 cleanup() {
 	local rc=$? f
 	set +e
 	[ -n "$service_pid" ] && kill "$service_pid" 2>/dev/null
-	if [ ${#demo_env[@]} -gt 0 ]; then
-		env "${demo_env[@]}" bash "$src/deploy/demo.sh" stop >/dev/null 2>&1
-	fi
+	[ ${#demo_env[@]} -eq 0 ] || demo_stop >/dev/null 2>&1
 	if [ $we_installed = yes ]; then
 		apt_get purge "${packages[@]}" >/dev/null 2>&1
 	fi
@@ -245,7 +249,7 @@ grep -q '"mode": *"dynamic"' "$work/conf-job.json" || {
 echo "job $job: agent started by the packaged plugstack line, result at the service"
 
 pids=$(cat "$work"/cluster/run/*.pid "$work/service/service.pid" 2>/dev/null || true)
-env "${demo_env[@]}" bash "$src/deploy/demo.sh" stop
+demo_stop
 demo_env=()
 
 step "apt-get purge ${packages[*]}"
