@@ -70,7 +70,8 @@ is "stdin: the app exits 0" "$?" 0
 # A process of another user is refused (tracker uid check).
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null &&
 	id nobody >/dev/null 2>&1; then
-	setpriv --reuid=nobody --regid=nogroup --clear-groups sleep 5 &
+	# Long enough to outlive the agent's run on a busy machine; killed below.
+	setpriv --reuid=nobody --regid=nogroup --clear-groups sleep 300 &
 	foreign=$!
 	sleep 0.2
 	before=$(taskset -p "$foreign" | awk '{print $NF}')
@@ -112,6 +113,15 @@ exec 3>&-
 app=$!
 "$agent" --pid "$app" --output "$T/term.json" --topology "$topo" &
 ag=$!
+# SIGTERM once the agent catches it (its handler is installed at start,
+# which under the sanitizers on a busy machine can take seconds): before
+# that the kernel's default action, not the agent, answers it.
+catches_term() {
+	local m
+	m=$(awk '/^SigCgt:/ {print $2}' "/proc/$1/status" 2>/dev/null) &&
+		[ -n "$m" ] && [ $(( 0x$m >> 14 & 1 )) -eq 1 ]
+}
+for _ in $(seq 300); do catches_term "$ag" && break; sleep 0.1; done
 sleep 0.5
 kill -TERM "$ag"
 wait "$ag"
