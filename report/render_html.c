@@ -204,6 +204,21 @@ static void model_used(FILE *out, const json_t *doc,
 	fputs("</td></tr>\n", out);
 }
 
+/* A row whose value is an id, linked to its page (BASE/kind/ID). */
+static void id_row(FILE *out, const char *name, const char *kind,
+		   const json_t *v, const struct cm_render_opts *o)
+{
+	if (!json_is_integer(v)) {
+		rd_kv_json(out, name, v);
+		return;
+	}
+	fprintf(out, "<tr><th>%s</th><td><a href=\"", name);
+	rd_base(out, o);
+	fprintf(out, "%s/%lld\">%lld</a></td></tr>\n", kind,
+		(long long)json_integer_value(v),
+		(long long)json_integer_value(v));
+}
+
 static void identity_table(FILE *out, const struct cm_report *r,
 			   const json_t *row, const struct cm_render_opts *o)
 {
@@ -215,7 +230,7 @@ static void identity_table(FILE *out, const struct cm_report *r,
 	fputs("<table class=\"identity\">\n", out);
 	if (row)
 		rd_kv_json(out, "result id", json_object_get(row, "id"));
-	rd_kv_json(out, "job", json_object_get(id, "job"));
+	id_row(out, "job", "jobs", json_object_get(id, "job"), o);
 	if (r->step >= 0) {
 		char buf[24];
 

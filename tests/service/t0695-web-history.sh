@@ -195,6 +195,7 @@ rid=$(jq_py 'j["results"][0]["id"]')
 req $A GET /jobs/5001
 has "the job page links the matrix as JSON" "href=\"/results/$rid/matrix.json\" download"
 has "  and as CSV" "href=\"/results/$rid/matrix.csv\" download"
+has "  the step's job id is a link" '<tr><th>job</th><td><a href="/jobs/5001">5001</a></td></tr>'
 req $A GET "/results/$rid/matrix.json"
 is "matrix.json: 200" "$code" 200
 is "  a commap-matrix of the 4 threads and 6 edges" \
