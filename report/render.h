@@ -267,9 +267,10 @@ json_t *cm_report_outcome(const json_t *doc);
  * (the cost model of the applied mapping against random, unpinned
  * placement on the step's PUs), "time" (this run against the row's
  * "earlier_runs", the service's; left out when row has none), "latency"
- * (thread start to first pin), "samples" (what the matrix rests on: samples, decoded share,
- * events, and each breakdown object of stats: "levels", "evidence",
- * "phases").  doc is a commap-result document, row its stored row or
+ * (thread start to first pin), "samples" (what the matrix rests on:
+ * samples, decoded share, events, then a line for each breakdown the
+ * stats carry: "levels", "evidence", "phases", "sample_budget",
+ * "dropped").  doc is a commap-result document, row its stored row or
  * NULL.  NULL on ENOMEM. */
 json_t *cm_report_benefit(const json_t *doc, const json_t *row);
 

@@ -260,6 +260,10 @@ static void breakdown(char *buf, size_t size, const json_t *o)
 			len += (size_t)snprintf(buf + len, size - len,
 						"%s%s %.4g", len ? ", " : "",
 						key, json_number_value(v));
+		} else if (json_is_string(v)) {
+			len += (size_t)snprintf(buf + len, size - len,
+						"%s%.32s", len ? ", " : "",
+						json_string_value(v));
 		}
 	}
 }
@@ -291,7 +295,13 @@ static void breakdown_list(char *buf, size_t size, const json_t *a)
  * object of figures, or a list of them). */
 static int evidence_line(json_t *a, const json_t *doc)
 {
-	static const char *const parts[] = { "levels", "evidence", "phases" };
+	/* The breakdowns a result may carry, and how each line reads. */
+	static const char *const parts[][2] = {
+		{ "levels", "by levels" }, { "evidence", "by kind" },
+		{ "phases", "by phases" },
+		{ "sample_budget", "by sampling phase" },
+		{ "dropped", "dropped (say nothing about sharing)" },
+	};
 	const json_t *st = json_object_get(doc, "stats"), *e;
 	double samples = num(st, "samples", -1), decoded = num(st, "decoded",
 							       -1);
@@ -310,16 +320,15 @@ static int evidence_line(json_t *a, const json_t *doc)
 		num(st, "faults", 0), events) < 0)
 		return -1;
 	for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-		e = json_object_get(st, parts[i]);
+		e = json_object_get(st, parts[i][0]);
 		if (json_is_array(e))
 			breakdown_list(more, sizeof(more), e);
 		else if (json_is_object(e))
 			breakdown(more, sizeof(more), e);
 		else
 			continue;
-		if (more[0] && add(a, "samples", "  by %s: %s",
-				   strcmp(parts[i], "evidence") ? parts[i] :
-				   "kind", more) < 0)
+		if (more[0] && add(a, "samples", "  %s: %s", parts[i][1],
+				   more) < 0)
 			return -1;
 	}
 	return 0;

@@ -154,12 +154,14 @@ static void test_time_and_evidence(void)
 
 	json_object_set_new(doc, "stats", json_pack(
 		"{s:i, s:i, s:i, s:{s:f, s:f, s:f, s:i},"
-		" s:{s:{s:i, s:i}, s:i}, s:[{s:f, s:i}, {s:f, s:i}, s]}",
+		" s:{s:{s:i, s:i}, s:i}, s:[{s:f, s:i}, {s:f, s:i}, s],"
+		" s:[{s:s, s:i}], s:{s:i, s:i}}",
 		"samples", 1000, "decoded", 250, "faults", 3,
 		"pin_latency_ms", "p50", 4.0, "p90", 9.0, "max", 12.0, "n", 2,
 		"levels", "line", "events", 7, "samples", 9, "page", 40,
 		"phases", "t", 0.0, "samples", 700, "t", 1.5, "samples", 300,
-		"x"));
+		"x", "sample_budget", "phase", "learn", "samples", 1800,
+		"dropped", "spin", 120, "stack", 900));
 	row = json_pack("{s:[{s:i}, {s:i}, {s:i}, {s:n}]}", "earlier_runs",
 			"duration_s", 100, "duration_s", 80, "duration_s", 120,
 			"duration_s");
@@ -181,9 +183,13 @@ static void test_time_and_evidence(void)
 			      "page 40");
 		by += 2 * !strcmp(t, "  by phases: (t 0, samples 700) (t 1.5, "
 				  "samples 300)");
+		by += 4 * !strcmp(t, "  by sampling phase: (learn, samples "
+				  "1800)");
+		by += 8 * !strcmp(t, "  dropped (say nothing about sharing): "
+				  "spin 120, stack 900");
 	}
-	is_int(by, 3, "breakdowns by level (nested) and by phase (a list), "
-	       "as the result has them");
+	is_int(by, 15, "breakdowns by level (nested), by phase (a list), the "
+	       "agent's sample_budget and dropped, as the result has them");
 	json_decref(lines);
 	json_decref(row);
 	json_decref(doc);
