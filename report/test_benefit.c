@@ -195,8 +195,39 @@ static void test_time_and_evidence(void)
 	json_decref(doc);
 }
 
+/* A topology of 1024 PUs: the unpinned cost averages every 2nd PU's
+ * pairs only (the work is bounded), and stays the mean distance. */
+static void test_large_topology(void)
+{
+	const char *spec = "pack:4 l3:2 core:32 pu:4";
+	json_t *doc = result(2, "[[0,1,1]]", "[0,1]"), *lines;
+	struct cm_topo *t = NULL;
+	double got_a, got_u, want = 0;
+	int a, b, n;
+
+	json_object_set_new(json_object_get(doc, "topology"), "synthetic",
+			    json_string(spec));
+	json_object_set_new(json_object_get(doc, "topology"), "cpuset",
+			    json_string("0-1023"));
+	cm_topo_load_synthetic(&t, spec, NULL);
+	n = cm_topo_npus(t);
+	for (a = 0; a < n; a++)
+		for (b = 0; b < n; b++)
+			want += a == b ? 0 : cm_topo_distance(t, a, b);
+	want /= (double)n * (n - 1);
+	lines = cm_report_benefit(doc, NULL);
+	ok(sscanf(line(lines, "cost"), "predicted cost: %lf applied against "
+		  "%lf unpinned", &got_a, &got_u) == 2, "1024 PUs: a cost line");
+	is_double(got_u, want, 0.01 * want, "  the unpinned cost within 1% "
+		  "of the mean over all 1024 x 1023 pairs");
+	json_decref(lines);
+	json_decref(doc);
+	cm_topo_free(t);
+}
+
 int main(void)
 {
+	test_large_topology();
 	test_costs();
 	test_no_edges();
 	test_time_and_evidence();
