@@ -152,7 +152,8 @@ for p in "${packages[@]}"; do
 done
 
 step "contents: the paths docs/install.md lists"
-bash "$top/deploy/packages/check-contents.sh" "$top/docs/install.md"
+# The copy's, which the packages were built from (--head included).
+bash "$src/deploy/packages/check-contents.sh" "$src/docs/install.md"
 
 step "commap-service as the system user commap, packaged settings"
 # As systemd would run it (the unit's drop-in names User=commap), on a
