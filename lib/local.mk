@@ -11,6 +11,9 @@ lib_libcommap_la_SOURCES = \
 	lib/commap/mapping.h lib/mapping.c \
 	lib/map_internal.h lib/map_capacity.c \
 	lib/map_groups.h lib/map_groups.c \
+	lib/map_groups_internal.h lib/map_groups_heap.c \
+	lib/map_groups_quota.c lib/map_groups_split.c \
+	lib/map_groups_pairs.c \
 	lib/map_bisect.h lib/map_bisect.c \
 	lib/map_coords.h lib/map_coords.c \
 	lib/map_greedy.c \
