@@ -19,7 +19,8 @@ CLEANFILES += service/sql_migrations.c
 
 SERVICE_CORE = \
 	service/svc_config.h service/svc_config.c \
-	service/result_validate.h service/result_validate.c
+	service/result_validate.h service/result_validate_internal.h \
+	service/result_json.c service/result_validate.c service/result_read.c
 
 # ---- unit tests that need only jansson --------------------------------------
 SERVICE_UNIT_TESTS = \
@@ -34,13 +35,15 @@ tests_service_test_svc_config_t_SOURCES = tests/service/test_svc_config.c \
 tests_service_test_svc_config_t_CFLAGS = $(SERVICE_TEST_CFLAGS)
 tests_service_test_svc_config_t_LDADD = lib/libcommap.la
 tests_service_test_result_validate_t_SOURCES = \
-	tests/service/test_result_validate.c service/result_validate.c
+	tests/service/test_result_validate.c service/result_validate.c \
+	service/result_json.c service/result_read.c
 tests_service_test_result_validate_t_CFLAGS = $(SERVICE_TEST_CFLAGS)
 tests_service_test_result_validate_t_LDADD = lib/libcommap.la \
 	$(JANSSON_LIBS) -lm
 # Learned models: the aggregation is pure (svc_model_merge.c).
 tests_service_test_svc_models_t_SOURCES = tests/service/test_svc_models.c \
-	service/svc_model_merge.c service/result_validate.c
+	service/svc_model_merge.c service/result_validate.c \
+	service/result_json.c service/result_read.c
 tests_service_test_svc_models_t_CFLAGS = $(SERVICE_TEST_CFLAGS)
 tests_service_test_svc_models_t_LDADD = lib/libcommap.la \
 	$(JANSSON_LIBS) -lm
@@ -76,6 +79,7 @@ check_PROGRAMS += $(SERVICE_DB_TESTS)
 TESTS += $(SERVICE_DB_TESTS)
 tests_service_test_svc_db_t_SOURCES = tests/service/test_svc_db.c \
 	service/svc_db.c service/svc_db_list.c service/result_validate.c \
+	service/result_json.c service/result_read.c \
 	service/svc_retention.c
 nodist_tests_service_test_svc_db_t_SOURCES = service/sql_migrations.c
 tests_service_test_svc_db_t_CFLAGS = $(SERVICE_TEST_CFLAGS) \
@@ -129,7 +133,8 @@ SERVICE_FUZZ_TESTS = tests/fuzz/fuzz_result_upload.t
 check_PROGRAMS += $(SERVICE_FUZZ_TESTS)
 TESTS += $(SERVICE_FUZZ_TESTS)
 tests_fuzz_fuzz_result_upload_t_SOURCES = tests/fuzz/fuzz_result_upload.c \
-	tests/fuzz/standalone_driver.c service/result_validate.c
+	tests/fuzz/standalone_driver.c service/result_validate.c \
+	service/result_json.c service/result_read.c
 tests_fuzz_fuzz_result_upload_t_CPPFLAGS = $(AM_CPPFLAGS) \
 	-I$(top_srcdir)/service -DFUZZ_TARGET='"result_upload"'
 tests_fuzz_fuzz_result_upload_t_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
