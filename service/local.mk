@@ -42,8 +42,9 @@ tests_service_test_result_validate_t_LDADD = lib/libcommap.la \
 	$(JANSSON_LIBS) -lm
 # Learned models: the aggregation is pure (svc_model_merge.c).
 tests_service_test_svc_models_t_SOURCES = tests/service/test_svc_models.c \
-	service/svc_model_merge.c service/result_validate.c \
-	service/result_json.c service/result_read.c
+	service/svc_model_merge.c service/svc_model_scan.c \
+	service/svc_model_key.c service/svc_model_sparse.c \
+	service/result_validate.c service/result_json.c service/result_read.c
 tests_service_test_svc_models_t_CFLAGS = $(SERVICE_TEST_CFLAGS)
 tests_service_test_svc_models_t_LDADD = lib/libcommap.la \
 	$(JANSSON_LIBS) -lm
@@ -63,6 +64,8 @@ service_commap_service_SOURCES = $(SERVICE_CORE) \
 	service/svc_web_apps.c service/svc_web_models.c \
 	service/svc_web_compare.c service/svc_web_matrix.c \
 	service/svc_models.h service/svc_models.c service/svc_model_merge.c \
+	service/svc_model_internal.h service/svc_model_scan.c \
+	service/svc_model_key.c service/svc_model_sparse.c \
 	service/svc_model_worker.c service/svc_model_quarantine.c \
 	service/svc_retention.h service/svc_retention.c
 nodist_service_commap_service_SOURCES = service/sql_migrations.c
