@@ -18,6 +18,7 @@ lib_libcommap_la_SOURCES = \
 	lib/map_coords.h lib/map_coords.c \
 	lib/map_greedy.c \
 	lib/matching.h lib/matching.c \
+	lib/matching_internal.h lib/matching_blossom.c \
 	lib/map_matching.c \
 	lib/map_exact.c \
 	lib/map_refine.h lib/map_refine.c \
