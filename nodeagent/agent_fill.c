@@ -122,6 +122,9 @@ static void fill_stats(struct agent *a)
 		s->nperiods = cs.backend != CM_COLLECT_SAMPLE ? 0 :
 			      (cs.nperiods < 8 ? cs.nperiods : 8);
 		cm_collect_result_stats(&cs, s);
+		/* References continuing a run on one line (evidence.h) are
+		 * repeats too. */
+		s->drop_repeat += cs.refs.run_refs;
 	}
 	s->mapping_ms = a->mapping_ms;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)

@@ -24,6 +24,7 @@ AGENT_TESTS = \
 	tests/unit/test_perf_sample.t \
 	tests/unit/test_detect_table.t \
 	tests/unit/test_detect_overlap.t \
+	tests/unit/test_evidence.t \
 	tests/unit/test_collect.t \
 	tests/unit/test_fault_sample.t \
 	tests/unit/test_cma_trace.t \
@@ -48,6 +49,9 @@ EXTRA_DIST += tests/agent/t0790-overlap.sh
 tests_unit_test_detect_overlap_t_SOURCES = tests/unit/test_detect_overlap.c
 tests_unit_test_detect_overlap_t_CFLAGS = $(AGENT_TEST_CFLAGS)
 tests_unit_test_detect_overlap_t_LDADD = $(AGENT_TEST_LDADD) -lm
+tests_unit_test_evidence_t_SOURCES = tests/unit/test_evidence.c
+tests_unit_test_evidence_t_CFLAGS = $(AGENT_TEST_CFLAGS)
+tests_unit_test_evidence_t_LDADD = $(AGENT_TEST_LDADD)
 tests_unit_test_collect_t_SOURCES = tests/unit/test_collect.c
 tests_unit_test_collect_t_CFLAGS = $(AGENT_TEST_CFLAGS)
 tests_unit_test_collect_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.la $(AGENT_TEST_LDADD)

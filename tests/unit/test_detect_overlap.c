@@ -311,7 +311,7 @@ static void test_evidence(void)
 	struct cm_detect_table *t = cm_detect_table_new(&cfg, NULL);
 	struct cm_overlap *ov = cm_overlap_new(0, 0);
 	struct cm_matrix *m = cm_matrix_new(0), *o = cm_matrix_new(0);
-	struct cm_evidence_counts n = { { 0 } };
+	static struct cm_evidence_counts n;	/* zero; large */
 	struct cm_detect_stats ds;
 	struct cm_overlap_stats os;
 	struct cm_block_key k;
