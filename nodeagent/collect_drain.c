@@ -335,7 +335,9 @@ static void on_cma(const struct cm_cma_transfer *x, void *arg)
  * `pause`, decode.h CM_DECODE_SPIN catches those with it), which says
  * nothing more about sharing than its first sample did: dropped and
  * counted (repeats).  Work moving through memory never repeats a line
- * a period of CPU time later. */
+ * a period of CPU time later.  Dropped here, before the recording; the
+ * same line at another IP (an unrolled wait) is left to the evidence
+ * seam's runs (evidence.h), which the replay sees too. */
 static bool repeated(struct cm_collector *c, int i,
 		     const struct cm_perf_sample *smp,
 		     const struct cm_access *acc)
