@@ -143,6 +143,12 @@ run "$wl" --pattern ring --threads 0
 is "wl-threads: --threads 0 refused" "$status" 2
 run "$wl" --pattern nosuch
 is "wl-threads: unknown pattern refused" "$status" 2
+run "$wl" --pattern pairs --threads 4 --passes 12 --spin-barrier 4 --truth "$T/sb.json"
+is "wl-threads --spin-barrier: every pass made, between spinning barriers" \
+	"$(cat "$T/sb.json")" \
+	'{"format":"commap-matrix","version":1,"threads":4,"edges":[[0,1,24.0],[2,3,24.0]]}'
+run "$wl" --pattern pairs --spin-barrier 4 --waves 2
+is "wl-threads: --spin-barrier with --waves refused" "$status" 2
 
 # --- 3. the agent ----------------------------------------------------------
 run "$commap" run --output "$T/probe.json" -- true

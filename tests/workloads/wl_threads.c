@@ -225,7 +225,8 @@ int main(int argc, char **argv)
 	arg = calloc((size_t)n, sizeof(*arg));
 	id = calloc((size_t)n, sizeof(*id));
 	th = calloc((size_t)n, sizeof(*th));
-	spin = aligned_alloc(64, sizeof(*spin));
+	/* aligned_alloc wants a multiple of the alignment. */
+	spin = aligned_alloc(64, (sizeof(*spin) + 63) & ~(size_t)63);
 	if (spin) {
 		memset(spin, 0, sizeof(*spin));
 		spin->every = w.spin_every;
