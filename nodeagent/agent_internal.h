@@ -70,7 +70,15 @@ struct agent {
 	 * same. */
 	uint64_t decide_ns;
 	uint64_t next_checkpoint_ns;	/* inside a long interval */
-	uint64_t last_aged_ns;		/* the live matrix was aged */
+	uint64_t last_aged_ns;		/* app clock: the live matrix aged */
+	/* The step's progress clock (cm_remap_progress, from t0_ns): its
+	 * value, the wall time it was read, its credit, each tracker
+	 * thread's CPU seconds then (-1 unread); the interval's start
+	 * (wall, app) and whether a checkpoint ended it early. */
+	uint64_t app_ns, app_read_ns, app_credit_ns;
+	uint64_t interval_start_ns, interval_app_ns;
+	double *app_cpu;
+	int end_early;
 	int stdin_open;
 	/* A line longer than this is refused whole by the parser: it is
 	 * kept one byte longer than the longest valid line. */
@@ -197,8 +205,13 @@ void ag_log_sampling(struct agent *a, const struct cm_collect_stats *st);
 
 /* Each live thread's CPU time so far (a->cpu_s). */
 void ag_read_thread_cpu(struct agent *a);
-/* Age the live matrix for the time since it was last aged. */
+/* Age the live matrix for the step's progress since it was last aged. */
 void ag_age_live(struct agent *a);
+/* Advance the step's progress clock to wall time now (a->app_ns). */
+void ag_app_clock(struct agent *a, uint64_t now);
+/* Has the interval run its length in the step's progress (or a wall
+ * bound, or a checkpoint ended it)?  If not, the next look is set. */
+int ag_interval_due(struct agent *a, uint64_t now);
 /* Inside a long interval: fold and age; end the interval early when the
  * partners changed. */
 void ag_checkpoint(struct agent *a);

@@ -3,16 +3,35 @@
  * and total matrices, checkpoints inside a long interval, and at each
  * interval's end the decision to remap.
  */
+#define _GNU_SOURCE	/* sched_getaffinity, CPU_COUNT */
 #include <config.h>
 
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "agent_internal.h"
+#include "progress_guard.h"
 #include "record.h"
+
+/* An interval ends after its length in the step's progress, but at the
+ * latest after this many times its length in wall time: a blocked or
+ * starved program still gets its decisions (new threads, exits), and
+ * aging follows its progress whatever the interval. */
+#define INTERVAL_WALL_FACTOR 5
+/* While an interval waits for the step's progress, look again after the
+ * progress still missing (it cannot come faster than wall time), and no
+ * sooner than this: each look reads every thread's schedstat. */
+#define INTERVAL_LOOK_MIN_NS (CM_REMAP_INTERVAL_MS_MIN * 1000000ull)
+/* The progress clock is read at most this often: the kernel accounts a
+ * running thread's CPU time at its ticks (up to 10 ms late), so a
+ * reading over 100 ms or more tells full speed (CM_REMAP_FULL_SPEED)
+ * from starved, a shorter one may not.  Between readings the clock
+ * stands; what it missed is counted at the next one. */
+#define APP_READ_MIN_NS 100000000ull
 
 void ag_read_thread_cpu(struct agent *a)
 {
@@ -59,15 +78,82 @@ static void fold_fresh(struct agent *a)
 	a->fresh = cm_matrix_new(0);
 }
 
-/* Age the live matrix for the wall time since it was last aged
- * (cm_remap_aging: alpha per 200 ms). */
+/* The CPUs the step may use: its allowed set, or in a dry run ours
+ * (commap run's workload inherits it). */
+static int step_cpus(const struct agent *a)
+{
+	cpu_set_t set;
+
+	if (a->allowed)
+		return hwloc_bitmap_weight(a->allowed);
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		return CPU_COUNT(&set);
+	return 0;
+}
+
+void ag_app_clock(struct agent *a, uint64_t now)
+{
+	int n = a->tr ? cm_tracker_nthreads(a->tr) : 0, read = 0, ran = 0;
+	uint64_t sum = 0, max = 0, d;
+
+	if (now < a->app_read_ns + APP_READ_MIN_NS)
+		return;
+	for (int i = 0; i < n && i < a->cap; i++) {
+		const struct cm_tracked_thread *th = cm_tracker_thread(a->tr,
+								       i);
+		double cpu, wait, prev;
+
+		if (!th->alive || cm_guard_read_schedstat(NULL,
+				cm_tracker_proc(a->tr, th->proc)->pid,
+				th->tid, &cpu, &wait) < 0)
+			continue;
+		read++;
+		/* a thread seen for the first time (-1): all its CPU time
+		 * is new (more than wall time is full speed: capped) */
+		prev = a->app_cpu[i] > 0 ? a->app_cpu[i] : 0;
+		d = cpu > prev ? (uint64_t)((cpu - prev) * 1e9) : 0;
+		a->app_cpu[i] = cpu;
+		sum += d;
+		ran += d > 0;
+		if (d > max)
+			max = d;
+	}
+	a->app_ns += cm_remap_progress(now - a->app_read_ns, sum,
+				       read ? ran : -1, step_cpus(a), max,
+				       &a->app_credit_ns);
+	a->app_read_ns = now;
+}
+
+/* Age the live matrix for the step's progress since it was last aged
+ * (cm_remap_aging: alpha per 200 ms of it; the caller read the clock at
+ * the decision's time): a starved program keeps its evidence as long as
+ * it would at full speed, in its own CPU time. */
 void ag_age_live(struct agent *a)
 {
-	uint64_t now = ag_now(a);
-	int ms = (int)((now - a->last_aged_ns) / 1000000u);
+	int ms = (int)((a->app_ns - a->last_aged_ns) / 1000000u);
 
 	cm_matrix_age(a->live, cm_remap_aging(a->o->alpha, ms));
-	a->last_aged_ns = now;
+	a->last_aged_ns = a->app_ns;
+}
+
+int ag_interval_due(struct agent *a, uint64_t now)
+{
+	uint64_t want = (uint64_t)a->interval_ms * 1000000ull, done, next;
+	uint64_t bound = a->interval_start_ns + INTERVAL_WALL_FACTOR * want;
+
+	if (a->end_early || a->mode != CM_AGENT_MODE_DYNAMIC || !a->col ||
+	    now >= bound)
+		return 1;
+	ag_app_clock(a, now);
+	/* since the last reading (a recent one stands): as at full speed,
+	 * so that a program at full speed ends its intervals on time */
+	done = a->app_ns - a->interval_app_ns + (now - a->app_read_ns);
+	if (done >= want)
+		return 1;
+	next = now + (want - done > INTERVAL_LOOK_MIN_NS ? want - done :
+		      INTERVAL_LOOK_MIN_NS);
+	a->next_interval_ns = next < bound ? next : bound;
+	return 0;
 }
 
 /* Inside an interval longer than CHECKPOINT_MIN_INTERVAL_MS (LHMapping
@@ -89,7 +175,8 @@ void ag_checkpoint(struct agent *a)
 	    a->interval_ms <= CHECKPOINT_MIN_INTERVAL_MS)
 		return;
 	a->decide_ns = now_ns();
-	cm_record_clock(a->rec, a->decide_ns, 0);
+	ag_app_clock(a, a->decide_ns);
+	cm_record_clock(a->rec, a->decide_ns, 0, a->app_ns);
 	ag_age_live(a);
 	fold_fresh(a);
 	a->decide_ns = 0;
@@ -101,6 +188,7 @@ void ag_checkpoint(struct agent *a)
 			    "early", changed, a->recheck > 0 ? " (recheck)" :
 			    "");
 		a->next_interval_ns = now_ns();
+		a->end_early = 1;
 	}
 }
 
@@ -124,7 +212,7 @@ static void record_interval(struct agent *a)
 		if (!th->alive)
 			cm_record_exit(a->rec, i);
 	}
-	cm_record_clock(a->rec, a->decide_ns, a->interval_ms);
+	cm_record_clock(a->rec, a->decide_ns, a->interval_ms, a->app_ns);
 }
 
 /* End of an interval: merge, decide, map, age. */
@@ -194,7 +282,10 @@ out:
 void ag_interval_end(struct agent *a)
 {
 	a->decide_ns = now_ns();
+	ag_app_clock(a, a->decide_ns);
 	record_interval(a);
 	interval_decide(a);
+	a->interval_app_ns = a->app_ns;
+	a->end_early = 0;
 	a->decide_ns = 0;
 }

@@ -73,9 +73,14 @@ static int ensure_threads(struct agent *a, int n)
 	if (!cpu)
 		return -1;
 	a->cpu_s = cpu;
+	cpu = realloc(a->app_cpu, (size_t)ncap * sizeof(*cpu));
+	if (!cpu)
+		return -1;
+	a->app_cpu = cpu;
 	for (int i = a->cap; i < ncap; i++) {
 		a->cur_os[i] = -1;
 		a->cpu_s[i] = -1;
+		a->app_cpu[i] = -1;
 	}
 	a->cap = ncap;
 	return 0;
@@ -606,11 +611,12 @@ static void loop(struct agent *a)
 			ag_checkpoint(a);
 			a->next_checkpoint_ns = now + CHECKPOINT_NS;
 		}
-		if (now >= a->next_interval_ns) {
+		if (now >= a->next_interval_ns && ag_interval_due(a, now)) {
 			ag_interval_end(a);
 			if (a->col)
 				log_collect_problem(a);
 			now = now_ns();
+			a->interval_start_ns = now;
 			a->next_interval_ns = now +
 				(uint64_t)a->interval_ms * 1000000ull;
 			a->next_checkpoint_ns = now + CHECKPOINT_NS;
@@ -654,6 +660,8 @@ static int setup(struct agent *a, const struct cm_agent_opts *o)
 	a->next_interval_ns = a->t0_ns + (uint64_t)a->interval_ms * 1000000u;
 	a->next_checkpoint_ns = a->t0_ns + CHECKPOINT_NS;
 	a->last_aged_ns = a->t0_ns;
+	a->app_ns = a->app_read_ns = a->interval_app_ns = a->t0_ns;
+	a->interval_start_ns = a->t0_ns;
 	cm_agent_result_init(&a->res);
 	a->res.mode = cm_agent_mode_name(o->mode);
 	a->fresh = cm_matrix_new(0);
@@ -728,6 +736,7 @@ static void teardown(struct agent *a)
 	cm_matrix_free(a->total);
 	free(a->cur_os);
 	free(a->cpu_s);
+	free(a->app_cpu);
 	free(a->g_cpu);
 	free(a->g_wait);
 	free(a->g_cpu_a);

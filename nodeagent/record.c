@@ -149,16 +149,19 @@ static int over_limit(struct cm_recorder *r)
 	return 1;
 }
 
-void cm_record_clock(struct cm_recorder *r, uint64_t t_ns, int interval_ms)
+void cm_record_clock(struct cm_recorder *r, uint64_t t_ns, int interval_ms,
+		     uint64_t app_ns)
 {
 	if (!r || r->err || over_limit(r))
 		return;
 	if (interval_ms > 0)
-		check(r, fprintf(r->f, "interval %llu %d\n",
-				 (unsigned long long)t_ns, interval_ms));
+		check(r, fprintf(r->f, "interval %llu %d %llu\n",
+				 (unsigned long long)t_ns, interval_ms,
+				 (unsigned long long)app_ns));
 	else
-		check(r, fprintf(r->f, "checkpoint %llu\n",
-				 (unsigned long long)t_ns));
+		check(r, fprintf(r->f, "checkpoint %llu %llu\n",
+				 (unsigned long long)t_ns,
+				 (unsigned long long)app_ns));
 }
 
 void cm_record_snapshot(struct cm_recorder *r, char kind, uint64_t t_ns,

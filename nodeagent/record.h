@@ -83,8 +83,11 @@ void cm_record_snapshot(struct cm_recorder *r, char kind, uint64_t t_ns,
 			int n, const double *cpu, const double *wait);
 /* An interval of interval_ms ended at t_ns (CLOCK_MONOTONIC), before its
  * decision; a checkpoint inside a long interval aged and folded at t_ns
- * (interval_ms 0: written as "checkpoint"). */
-void cm_record_clock(struct cm_recorder *r, uint64_t t_ns, int interval_ms);
+ * (interval_ms 0: written as "checkpoint").  app_ns: the step's progress
+ * clock then (cm_remap_progress, from t0_ns; <= t_ns), which the live
+ * matrix ages by; a line without it (older recordings) ages by t_ns. */
+void cm_record_clock(struct cm_recorder *r, uint64_t t_ns, int interval_ms,
+		     uint64_t app_ns);
 
 /* The trailer: topo (the one mapped onto; NULL: none) as hwloc's
  * synthetic description of the whole machine and its allowed PUs as the

@@ -25,6 +25,7 @@ struct reader {
 	struct cm_replay_clock snap;
 	double *snap_cpu, *snap_wait;
 	int snap_got;
+	uint64_t last_app_ns;	/* the last clock line's progress clock */
 	int version;
 	int lineno;
 	int header;		/* 0: want the format line, 1: want start,
@@ -168,10 +169,10 @@ static int on_access(struct reader *r, char **w, int n)
  * may correct them, as the agent does under real pinning); then they
  * join the run's matrix (the agent's total) and a new interval's events
  * start. */
-static int fold(struct reader *r, uint64_t t, int ms)
+static int fold(struct reader *r, uint64_t t, int ms, uint64_t app)
 {
 	struct cm_replay_clock ev = { .t_ns = t, .interval_ms = ms,
-				      .fresh = r->fresh };
+				      .app_ns = app, .fresh = r->fresh };
 
 	if (r->clock_fn && r->clock_fn(r->clock_ctx, r->rp, &ev, r->err) < 0)
 		return -1;
@@ -183,26 +184,38 @@ static int fold(struct reader *r, uint64_t t, int ms)
 					"memory");
 }
 
-/* "interval TIME MS" and "checkpoint TIME" (version 3): times never go
- * back (the replay ages by their differences). */
+/* "interval TIME MS [APP]" and "checkpoint TIME [APP]" (version 3; APP,
+ * the step's progress clock, since it ages by it: without it, TIME):
+ * neither clock goes back, the progress clock runs from the start no
+ * faster than TIME (the replay ages by their differences). */
 static int on_clock(struct reader *r, char **w, int n)
 {
 	int interval = strcmp(w[0], "interval") == 0, ms = 0;
-	uint64_t t;
+	int base = interval ? 3 : 2;
+	uint64_t t, app;
 
 	if (r->version < 3)
 		return bad(r, "a clock line needs version 3");
-	if (n != (interval ? 3 : 2) || word_u64(w[1], 10, &t) ||
-	    (interval && word_int(w[2], 1, 60000, &ms)))
-		return bad(r, interval ? "want 'interval TIME MS' (MS 1..60000)"
-			   : "want 'checkpoint TIME'");
+	if ((n != base && n != base + 1) || word_u64(w[1], 10, &t) ||
+	    (interval && word_int(w[2], 1, 60000, &ms)) ||
+	    (n > base && word_u64(w[base], 10, &app)))
+		return bad(r, interval ? "want 'interval TIME MS [APP]' (MS "
+			   "1..60000)" : "want 'checkpoint TIME [APP]'");
 	if (t < r->rp->last_clock_ns)
 		return bad(r, "time goes back");
 	if (!r->rp->has_options)
 		return bad(r, "a clock line before 'options'");
+	if (n == base)
+		app = t;
+	else if (app > t || app < r->rp->t0_ns)
+		return bad(r, "the progress clock is outside the agent's start "
+			   "and the line's time");
+	if (app < r->last_app_ns)
+		return bad(r, "the progress clock goes back");
 	r->rp->last_clock_ns = t;
+	r->last_app_ns = app;
 	r->rp->nintervals += interval;
-	return fold(r, t, ms);
+	return fold(r, t, ms, app);
 }
 
 static void snap_free(struct reader *r)

@@ -17,6 +17,35 @@ double cm_remap_aging(double alpha, int interval_ms)
 	return pow(alpha, (double)interval_ms / CM_REMAP_INTERVAL_MS_START);
 }
 
+uint64_t cm_remap_progress(uint64_t wall_ns, uint64_t cpu_ns, int ran,
+			   int cpus, uint64_t max_ns, uint64_t *credit_ns)
+{
+	int width = cpus > 0 && cpus < ran ? cpus : ran;
+	double best = credit_ns ? (double)*credit_ns : 0;
+	double share = width > 0 ? (double)cpu_ns / width : 0;
+
+	if (ran < 0) {
+		if (credit_ns)
+			*credit_ns = 0;
+		return wall_ns;
+	}
+	best += share > (double)max_ns ? share : (double)max_ns;
+	if (best >= CM_REMAP_FULL_SPEED * (double)wall_ns) {
+		if (credit_ns) {
+			double over = best - (double)wall_ns;
+
+			*credit_ns = over <= 0 ? 0 :
+				     over >= CM_REMAP_PROGRESS_CREDIT_NS ?
+				     CM_REMAP_PROGRESS_CREDIT_NS :
+				     (uint64_t)over;
+		}
+		return wall_ns;
+	}
+	if (credit_ns)
+		*credit_ns = 0;
+	return (uint64_t)best;
+}
+
 int cm_remap_next_interval(int cur_ms, int pattern_changed)
 {
 	/* LHMapping §3.4.2: +-50 ms, always within 50 ms .. 1 s. */

@@ -31,6 +31,8 @@
 #ifndef COMMAP_REMAP_POLICY_H
 #define COMMAP_REMAP_POLICY_H
 
+#include <stdint.h>
+
 #include "commap/error.h"
 #include "commap/matrix.h"
 #include "commap/topology.h"
@@ -103,6 +105,31 @@ int cm_remap_next_interval(int cur_ms, int pattern_changed);
  * intervals that remembered ~4 s: a change of partners after a long
  * stable phase took 2.6 s to show).  1 for an empty interval. */
 double cm_remap_aging(double alpha, int interval_ms);
+
+/* The application's progress clock (LHMapping §3.4 ages per grouping
+ * interval: what matters is the program's progress, not the clock).  On
+ * a busy node a starved program gets its samples per CPU-second as
+ * usual but few CPU-seconds per wall second: aged by wall time, its
+ * evidence decayed before it could decide anything.  The step's progress
+ * in wall_ns of wall time, in which its threads used cpu_ns of CPU time
+ * together, `ran` of them some, the busiest max_ns, on at most `cpus`
+ * CPUs: the larger of cpu_ns / min(ran, cpus) (the CPUs it could use,
+ * the share it got) and max_ns (one thread at full speed while the
+ * others wait is full speed too), plus *credit_ns.  At
+ * CM_REMAP_FULL_SPEED of wall_ns or more the program runs at full speed:
+ * wall_ns exactly, so that it ages as by wall time (quiet machines and
+ * time slices change nothing); below, the progress itself (0 when no
+ * thread ran: a blocked program's evidence did not change).  The kernel
+ * accounts a running thread's CPU time at its ticks, so one reading may
+ * show more than the wall time and the next as much less: what full
+ * speed measured beyond wall_ns is carried in *credit_ns (up to
+ * CM_REMAP_PROGRESS_CREDIT_NS) to the next call, below full speed it is
+ * spent (credit_ns NULL: none).  ran < 0: nothing could be measured (no
+ * thread readable), wall_ns as before. */
+#define CM_REMAP_FULL_SPEED 0.9
+#define CM_REMAP_PROGRESS_CREDIT_NS 100000000ull
+uint64_t cm_remap_progress(uint64_t wall_ns, uint64_t cpu_ns, int ran,
+			   int cpus, uint64_t max_ns, uint64_t *credit_ns);
 
 /* partner[i] = the heaviest partner of thread i in m (ties: lower index),
  * -1 for threads without communication; i < n (threads beyond the

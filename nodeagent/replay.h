@@ -72,6 +72,7 @@ struct cm_replay {
 struct cm_replay_clock {
 	uint64_t t_ns;		/* CLOCK_MONOTONIC */
 	int interval_ms;	/* the interval's length; 0: a checkpoint */
+	uint64_t app_ns;	/* the step's progress clock (record.h) */
 	struct cm_matrix *fresh;	/* the events since the last one (the
 					 * hook may correct them); NULL for a
 					 * snapshot */

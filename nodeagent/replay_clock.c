@@ -79,14 +79,17 @@ static int grow(struct rclock *c, int n)
 	return 0;
 }
 
-/* Age the live matrix for the time since it was last aged (the agent's
- * ag_age_live, whole milliseconds). */
-static void age_live(struct rclock *c, uint64_t t)
+/* Age the live matrix for the step's progress since it was last aged
+ * (the agent's ag_age_live, whole milliseconds of the recorded progress
+ * clock app; older recordings: the line's time). */
+static void age_live(struct rclock *c, uint64_t app)
 {
-	int ms = (int)((t - c->last_aged_ns) / 1000000u);
+	int ms = app > c->last_aged_ns ?
+		 (int)((app - c->last_aged_ns) / 1000000u) : 0;
 
 	cm_matrix_age(c->live, cm_remap_aging(c->alpha, ms));
-	c->last_aged_ns = t;
+	if (app > c->last_aged_ns)
+		c->last_aged_ns = app;
 }
 
 /* The partner filter over the live matrix, kept (an interval's end). */
@@ -291,7 +294,7 @@ out:
 
 /* The agent's ag_interval_end in dynamic mode, at time t. */
 static int interval_end(struct rclock *c, const struct cm_replay *rp,
-			uint64_t t)
+			uint64_t t, uint64_t app)
 {
 	struct cm_remap_input in = { .interval_ms = c->interval_ms,
 				     .partner_threshold =
@@ -330,7 +333,7 @@ static int interval_end(struct rclock *c, const struct cm_replay *rp,
 			c->recheck = 0;
 	}
 	c->interval_ms = d.next_interval_ms;
-	age_live(c, t);
+	age_live(c, app);
 	rc = 0;
 out:
 	free(alive);
@@ -501,7 +504,7 @@ static int on_clock(void *ctx, const struct cm_replay *rp,
 		return on_snapshot(c, rp, ev) < 0 ?
 		       cm_errorf(err, ENOMEM, "replay: out of memory") : 0;
 	if (ev->interval_ms == 0)	/* a checkpoint: age, then fold */
-		age_live(c, ev->t_ns);
+		age_live(c, ev->app_ns);
 	if (correct_colocation(c, ev->fresh) < 0 ||
 	    cm_matrix_merge(c->live, ev->fresh, 1.0) < 0)
 		return cm_errorf(err, ENOMEM, "replay: out of memory");
@@ -518,7 +521,7 @@ static int on_clock(void *ctx, const struct cm_replay *rp,
 		cm_agent_result_warn(c->res, w);
 		c->diverged = 1;
 	}
-	if (interval_end(c, rp, ev->t_ns) < 0)
+	if (interval_end(c, rp, ev->t_ns, ev->app_ns) < 0)
 		return cm_errorf(err, ENOMEM, "replay: out of memory");
 	return 0;
 }

@@ -61,6 +61,74 @@ static void test_aging(void)
 	   "and 1 s intervals (%.4f, %.4f)", kept200, kept1000);
 }
 
+/* The progress clock: a step ages by its own progress, so a starved
+ * one keeps its evidence; one at full speed ages by wall time as ever. */
+static void test_progress(void)
+{
+	const uint64_t ms = 1000000, wall = 200 * ms;
+	double a = CM_REMAP_ALPHA, full, starved;
+	uint64_t p, sum = 0;
+
+	ok(cm_remap_progress(wall, wall, 1, 2, wall, NULL) == wall,
+	   "one thread at full speed: wall time");
+	ok(cm_remap_progress(wall, 4 * 190 * ms, 4, 4, 190 * ms, NULL) == wall,
+	   "4 threads at 95%% of their CPUs: full speed, wall time exactly");
+	ok(cm_remap_progress(wall, 2 * wall, 12, 2, wall / 5, NULL) == wall,
+	   "12 threads sharing 2 CPUs fully: wall time");
+	ok(cm_remap_progress(wall, wall, 4, 8, wall, NULL) == wall,
+	   "one busy thread, three waiting for it: full speed");
+	p = cm_remap_progress(wall, wall / 20, 1, 2, wall / 20, NULL);
+	ok(p == wall / 20, "a thread with 1/20 of a CPU: 1/20 of the wall "
+	   "time (%llu ms)", (unsigned long long)(p / ms));
+	full = cm_remap_aging(a, (int)(wall / ms));
+	starved = cm_remap_aging(a, (int)(p / ms));
+	ok(fabs(log(full) / log(starved) - 20) < 1e-9, "... ages 20 times "
+	   "slower (%.4f per interval, %.4f at full speed)", starved, full);
+	for (int i = 0; i < 20; i++)
+		sum += cm_remap_progress(wall, wall / 20, 1, 2, wall / 20, NULL);
+	ok(fabs(cm_remap_aging(a, (int)(sum / ms)) - full) < 1e-12,
+	   "... and after 20 intervals as much as one at full speed");
+	p = cm_remap_progress(wall, 12 * wall / 40, 12, 2, wall / 40, NULL);
+	ok(p == 3 * wall / 20, "12 threads on 2 CPUs with 3/20 of them: "
+	   "3/20 (%llu ms)", (unsigned long long)(p / ms));
+	ok(cm_remap_progress(wall, 0, 0, 2, 0, NULL) == 0,
+	   "no thread ran: no progress, no aging");
+	ok(cm_remap_progress(wall, 0, -1, 2, 0, NULL) == wall,
+	   "nothing readable: wall time, as before");
+	ok(cm_remap_progress(wall, 3 * wall, 3, 0, wall, NULL) == wall,
+	   "CPUs unknown: the threads that ran");
+	ok(cm_remap_progress(0, 5, 1, 1, 5, NULL) == 0, "no wall time: nothing");
+}
+
+/* CPU time is accounted at the kernel's ticks: a reading late by 30 ms
+ * shows a thread at full speed 230 ms then 170 ms in two 200 ms pieces;
+ * the first one's surplus carries over, so both are full speed. */
+static void test_progress_credit(void)
+{
+	const uint64_t ms = 1000000, wall = 200 * ms;
+	uint64_t credit = 0, p1, p2, p;
+
+	p1 = cm_remap_progress(wall, 230 * ms, 1, 2, 230 * ms, &credit);
+	ok(p1 == wall && credit == 30 * ms, "230 ms in 200: full speed, 30 ms "
+	   "carried (%llu ms)", (unsigned long long)(credit / ms));
+	p2 = cm_remap_progress(wall, 170 * ms, 1, 2, 170 * ms, &credit);
+	ok(p2 == wall && credit == 0, "then 170 ms in 200: with the 30 ms, "
+	   "full speed (%llu ms)", (unsigned long long)(p2 / ms));
+	ok(cm_remap_progress(wall, 170 * ms, 1, 2, 170 * ms, NULL) < wall,
+	   "without the carry 170 of 200 ms would not be");
+	credit = 0;
+	cm_remap_progress(wall, 2 * wall, 1, 2, 2 * wall, &credit);
+	ok(credit == CM_REMAP_PROGRESS_CREDIT_NS, "a thread seen first with "
+	   "all its past CPU time: the carry is bounded (%llu ms)",
+	   (unsigned long long)(credit / ms));
+	p = cm_remap_progress(wall, 10 * ms, 1, 2, 10 * ms, &credit);
+	ok(p == 110 * ms && credit == 0, "below full speed the carry is spent "
+	   "(%llu ms)", (unsigned long long)(p / ms));
+	credit = 5 * ms;
+	ok(cm_remap_progress(wall, 0, -1, 2, 0, &credit) == wall &&
+	   credit == 0, "nothing readable: wall time, no carry");
+}
+
 static void test_partners(void)
 {
 	struct cm_matrix *m = cm_matrix_new(6);
@@ -643,6 +711,8 @@ int main(void)
 {
 	test_interval();
 	test_aging();
+	test_progress();
+	test_progress_credit();
 	test_colocation();
 	test_partners();
 	test_worth();

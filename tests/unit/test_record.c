@@ -32,11 +32,13 @@ struct acc {
 };
 
 /* Two pairs on private pages, one pair across processes through a file
- * page, and one access too late for the window. */
+ * page, and one access too late for the window.  Thread 1's second
+ * access is on another cache line of its block: on the same line it
+ * would continue its run (evidence.h) and count once. */
 static const struct acc accs[] = {
 	{ 1, 0, 0, 0x1000, 0, 1 * MS }, { 2, 0, 0, 0x1008, 0, 2 * MS },
 	{ 3, 0, 0, 0x5000, 0, 3 * MS }, { 4, 0, 0, 0x5100, 0, 4 * MS },
-	{ 1, 0, 0, 0x1010, 0, 5 * MS }, { 5, 8, 99, 0x40, 1, 6 * MS },
+	{ 1, 0, 0, 0x1040, 0, 5 * MS }, { 5, 8, 99, 0x40, 1, 6 * MS },
 	{ 6, 8, 99, 0x80, 1, 7 * MS }, { 2, 0, 0, 0x1000, 0, 900 * MS },
 };
 #define NACC ((int)(sizeof(accs) / sizeof(accs[0])))
@@ -162,9 +164,17 @@ static const struct bad_case bad[] = {
 	{ V3 OPT "options 1 0.75 0.05 dynamic\n", "line 5: 'options' given" },
 	{ V3 "options 1 1.5 0.05 dynamic\n", "line 4: options: ALPHA" },
 	{ V3 "options 1 0.75 nan dynamic\n", "line 4: options: GAIN" },
-	{ V3 OPT "interval 5 0\n", "line 5: want 'interval TIME MS'" },
+	{ V3 OPT "interval 5 0\n", "line 5: want 'interval TIME MS [APP]'" },
+	{ V3 OPT "interval 9 200 10\n", "line 5: the progress clock is "
+	  "outside" },
+	{ V3 OPT "checkpoint 9 0\n", "line 5: the progress clock is outside" },
+	{ V3 OPT "interval 9 200 8\ncheckpoint 10 7\n",
+	  "line 6: the progress clock goes back" },
+	{ V3 OPT "interval 9 200 8\ninterval 9 200 x\n",
+	  "line 6: want 'interval TIME MS [APP]'" },
+	{ V3 OPT "interval 9 200 8 8\n", "line 5: want 'interval TIME MS" },
 	{ V3 OPT "interval 9 200\ncheckpoint 8\n", "line 6: time goes back" },
-	{ V3 OPT "checkpoint\n", "line 5: want 'checkpoint TIME'" },
+	{ V3 OPT "checkpoint\n", "line 5: want 'checkpoint TIME [APP]'" },
 	{ V3 OPT "exit 4096\n", "line 5: want 'exit I'" },
 	{ V3 "options 1 0.75 0.05 dynamic 0\n", "line 4: options: NEAR_SEEN" },
 	{ V3 "options 1 0.75 0.05 dynamic 1 x\n", "line 4: want 'options" },
@@ -205,6 +215,7 @@ static void test_dropped(void)
 /* What the decisions' replay is given at each clock line. */
 struct clocks {
 	int n, ms[4];
+	uint64_t app[4];	/* the progress clock given */
 	double fresh;		/* the events' weight given, in all */
 	char snaps[4];		/* the snapshots' kinds, in order */
 	int nsnap;
@@ -226,8 +237,10 @@ static int on_clock(void *ctx, const struct cm_replay *rp,
 		c->wait1 = ev->n > 1 ? ev->wait[1] : -2;
 		return 0;
 	}
-	if (c->n < 4)
+	if (c->n < 4) {
 		c->ms[c->n] = ev->interval_ms;
+		c->app[c->n] = ev->app_ns;
+	}
 	c->n++;
 	c->fresh += cm_matrix_total(ev->fresh);
 	return 0;
@@ -258,11 +271,11 @@ static void test_clock(const char *path)
 		cm_record_access(r, accs[i].thread, &k, 0, CM_REF_READONLY,
 				 accs[i].t);
 		if (i == NACC / 2)
-			cm_record_clock(r, 1000, 200);
+			cm_record_clock(r, 1000, 200, 400);
 	}
 	cm_record_exit(r, 3);
 	cm_record_exit(r, 3);
-	cm_record_clock(r, 2000, 0);
+	cm_record_clock(r, 2000, 0, 1500);
 	{
 		double cpu[3] = { -1, 0.125, 3.5 }, wait[3] = { -1, 1e-9, 0 };
 
@@ -281,6 +294,9 @@ static void test_clock(const char *path)
 	   "the options, once, the very same doubles");
 	ok(c.n == 2 && c.ms[0] == 200 && c.ms[1] == 0 && rp.nintervals == 1,
 	   "an interval end, then a checkpoint (%d calls)", c.n);
+	ok(c.app[0] == 400 && c.app[1] == 1500, "each with the progress "
+	   "clock written (%llu, %llu)", (unsigned long long)c.app[0],
+	   (unsigned long long)c.app[1]);
 	ok(c.fresh > 0 && c.fresh <= cm_matrix_total(rp.m) &&
 	   rp.last_clock_ns >= 2000, "the events between clock lines are "
 	   "the matrix's (%g of %g)", c.fresh, cm_matrix_total(rp.m));
@@ -293,6 +309,26 @@ static void test_clock(const char *path)
 	free(text);
 }
 
+/* Lines written before the progress clock was recorded age by their
+ * time, so older recordings replay as they always did. */
+static void test_clock_without_app(void)
+{
+	const char *text = V3 OPT "interval 9 200\ncheckpoint 12\n"
+			   "interval 15 250 14\n";
+	struct clocks c = { 0 };
+	struct cm_replay rp;
+	struct cm_error err = { "" };
+
+	ok(cm_replay_parse_clocked(text, strlen(text), &rp, on_clock, &c,
+				   &err) == 0 && c.n == 3, "read (%s)",
+	   err.text);
+	ok(c.app[0] == 9 && c.app[1] == 12 && c.app[2] == 14,
+	   "without APP the progress clock is the line's time (%llu %llu "
+	   "%llu)", (unsigned long long)c.app[0],
+	   (unsigned long long)c.app[1], (unsigned long long)c.app[2]);
+	cm_replay_free(&rp);
+}
+
 int main(void)
 {
 	char path[] = "/tmp/commap-test-record.XXXXXX";
@@ -303,6 +339,7 @@ int main(void)
 	test_round_trip(path);
 	test_bad();
 	test_dropped();
+	test_clock_without_app();
 	test_clock(path);
 	unlink(path);
 	return done_testing();
