@@ -125,7 +125,11 @@ int plugstack_slurm_conf_value(const char *text, const char *key, char *out,
 			line++;
 	}
 	if (v) {
-		n = strcspn(v, " \t\r\n#");
+		/* Any blank (isspace: a form feed too) ends the value,
+		 * and '#' starts a comment. */
+		for (n = 0; v[n] && !isspace((unsigned char)v[n]) &&
+			    v[n] != '#'; n++)
+			;
 		if (n == 0 || n >= size)
 			return -1;
 		memcpy(out, v, n);
