@@ -56,6 +56,8 @@ service_commap_service_SOURCES = $(SERVICE_CORE) \
 	service/svc_log.h service/svc_log.c \
 	service/svc_db.h service/svc_db.c service/svc_db_list.c \
 	service/svc_auth.h service/svc_auth.c \
+	service/svc_session.h service/svc_session.c \
+	service/svc_web_login.h service/svc_web_login.c \
 	service/svc_metrics.h service/svc_metrics.c \
 	service/svc_api.h service/svc_api.c \
 	service/svc_http.h service/svc_http.c \
@@ -77,7 +79,8 @@ service_commap_service_LDADD = report/librender.la lib/libcommap.la \
 	$(MHD_LIBS) \
 	$(SQLITE_LIBS) $(MUNGE_LIBS) $(JANSSON_LIBS) -lpthread -lm
 
-SERVICE_DB_TESTS = tests/service/test_svc_db.t
+SERVICE_DB_TESTS = tests/service/test_svc_db.t \
+	tests/service/test_svc_session.t
 check_PROGRAMS += $(SERVICE_DB_TESTS)
 TESTS += $(SERVICE_DB_TESTS)
 tests_service_test_svc_db_t_SOURCES = tests/service/test_svc_db.c \
@@ -89,6 +92,10 @@ tests_service_test_svc_db_t_CFLAGS = $(SERVICE_TEST_CFLAGS) \
 	$(SQLITE_CFLAGS) -pthread
 tests_service_test_svc_db_t_LDADD = lib/libcommap.la $(SQLITE_LIBS) \
 	$(JANSSON_LIBS) -lpthread -lm
+tests_service_test_svc_session_t_SOURCES = \
+	tests/service/test_svc_session.c service/svc_session.c
+tests_service_test_svc_session_t_CFLAGS = $(SERVICE_TEST_CFLAGS) -pthread
+tests_service_test_svc_session_t_LDADD = -lpthread
 
 # Integration: the real daemon on loopback, real munge, real users.
 SERVICE_INTEGRATION_TESTS = \

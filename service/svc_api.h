@@ -34,6 +34,8 @@ struct svc_api_response {
 	size_t body_len;
 	const char *content_type;
 	const char *allow;		/* Allow header for 405, or NULL */
+	const char *location;		/* Location header, or NULL */
+	char set_cookie[160];		/* Set-Cookie header, or "" */
 };
 
 enum svc_route_auth {

@@ -50,6 +50,7 @@ void svc_config_defaults(struct svc_config *c)
 	c->retention_days = 0;
 	c->sync_full = 0;
 	c->web_auth = SVC_WEB_AUTH_MUNGE;
+	c->web_login_ttl_s = 600;
 	strcpy(c->web_user_header, "X-Remote-User");
 }
 
@@ -300,6 +301,7 @@ static const char *const config_keys[] = {
 	"max_connections", "timeout", "sync", "web_auth", "web_user_header",
 	"retention_days", "per_ip_connections", "request_timeout",
 	"connection_memory", "web_proxy_secret_file", "max_body_total",
+	"web_login_ttl",
 };
 #define N_CONFIG_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 
@@ -381,6 +383,8 @@ int svc_config_set(struct svc_config *c, const char *key, const char *value,
 				  1, err);
 	case 19:
 		return set_size(&c->max_body_total, key, value, err);
+	case 20:
+		return set_uint(&c->web_login_ttl_s, key, value, 1, 3600, err);
 	}
 	return cm_errorf(err, EINVAL, "%s: unknown key", key);
 }

@@ -67,6 +67,8 @@ struct svc_config {
 	char web_proxy_secret_file[SVC_PATH_MAX];
 	char web_proxy_secret[256];	/* svc_config_load_secret */
 	size_t web_proxy_secret_len;
+	/* How long a login link (POST /v1/web-login) stays valid. */
+	unsigned web_login_ttl_s;
 	/* Results of steps started more than this many days ago are
 	 * deleted (svc_retention.h); 0 keeps them forever. */
 	unsigned retention_days;

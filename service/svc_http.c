@@ -25,6 +25,7 @@
 #include "svc_log.h"
 #include "svc_metrics.h"
 #include "svc_web.h"
+#include "svc_web_login.h"
 
 #define PATH_MAX_LOG 256
 /* Bodies of every route but uploads: none needs one, so a client cannot
@@ -43,6 +44,7 @@ struct svc_http {
 	unsigned port;
 	void *web;		/* svc_web_start() */
 	struct svc_conn_guard *guard;
+	struct svc_sessions *sessions;	/* browser logins */
 	/* Bytes of request bodies held or promised (max_body_total). */
 	_Atomic size_t body_bytes;
 };
@@ -92,6 +94,16 @@ static enum MHD_Result send_response(struct MHD_Connection *conn,
 					rs->allow);
 	if (rs->status == 401)
 		MHD_add_response_header(resp, "WWW-Authenticate", "munge");
+	if (rs->location)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION,
+					rs->location);
+	if (rs->set_cookie[0]) {
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_SET_COOKIE,
+					rs->set_cookie);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
+					"no-store");
+		explicit_bzero(rs->set_cookie, sizeof(rs->set_cookie));
+	}
 	/* Pages are static HTML+SVG: no script may run even if escaping
 	 * ever failed. */
 	if (rs->content_type &&
@@ -169,6 +181,22 @@ static int proxy_secret_ok(const struct svc_config *c,
 			    c->web_proxy_secret_len);
 }
 
+/* A web page with a live session cookie (svc_web_login.h) is its user;
+ * 1 if so.  A stale or forged cookie counts as none. */
+static int session_begin(struct svc_http *h, struct MHD_Connection *conn,
+			 struct request *rq)
+{
+	const char *sid = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND,
+						      SVC_SESSION_COOKIE);
+
+	if (!sid || svc_sessions_lookup(h->sessions, sid, svc_web_login_now(),
+					&rq->caller) < 0)
+		return 0;
+	rq->authenticated = 1;
+	svc_conn_guard_trust(conn);
+	return 1;
+}
+
 /* A web page without a munge credential: the web_auth policy decides
  * (docs/reports.md).  Both alternatives to munge trust only loopback
  * peers. */
@@ -182,8 +210,9 @@ static enum MHD_Result web_begin(struct svc_http *h,
 
 	if (h->config->web_auth == SVC_WEB_AUTH_MUNGE)
 		return send_error(conn, rq, 401,
-			"this page needs a munge credential (X-Munge-Credential); "
-			"for browsers set web_auth (commap-service(8), "
+			"this page needs a login: run `commap web` and open the "
+			"link it prints (or send a munge credential, "
+			"X-Munge-Credential; see web_auth in commap-service(8), "
 			COMMAP_DOCDIR "/service.md)");
 	if (!peer_is_loopback(conn))
 		return send_error(conn, rq, 403,
@@ -286,6 +315,12 @@ static enum MHD_Result request_begin(struct svc_http *h,
 
 	rq->max = need == SVC_ROUTE_WRITER ? h->config->max_body :
 		  SMALL_BODY_MAX;
+	/* The login link is its own credential; the session cookie counts
+	 * for the pages only, never for the API (no cross-site writes). */
+	if (strcmp(rq->path, "/login") == 0)
+		return check_length(h, conn, rq);
+	if (svc_web_is_page(rq->path) && session_begin(h, conn, rq))
+		return check_length(h, conn, rq);
 	if (svc_web_is_page(rq->path) &&
 	    !MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 					 "X-Munge-Credential"))
@@ -384,7 +419,12 @@ static enum MHD_Result request_finish(struct svc_http *h,
 	arq.body_len = rq->len;
 	arq.body_too_large = rq->too_large;
 	arq.caller = rq->authenticated ? &rq->caller : NULL;
-	if (svc_web_is_page(rq->path))
+	if (strcmp(rq->path, "/login") == 0)
+		svc_web_login_open(h->sessions, &arq, &rs);
+	else if (strcmp(rq->path, "/v1/web-login") == 0)
+		svc_web_login_link(h->sessions, h->config->web_login_ttl_s,
+				   &arq, &rs);
+	else if (svc_web_is_page(rq->path))
 		svc_web_handle(&h->api, &arq, &rs);
 	else
 		svc_api_handle(&h->api, &arq, &rs);
@@ -551,6 +591,16 @@ struct svc_http *svc_http_start(const struct svc_config *config,
 	h->api.config = config;
 	h->api.pool = pool;
 	h->web = svc_web_start();
+	h->sessions = svc_sessions_new(SVC_SESSION_TOKENS_MAX,
+				       config->web_login_ttl_s,
+				       SVC_SESSION_SESSIONS_MAX,
+				       SVC_SESSION_LIFETIME_S);
+	if (!h->sessions) {
+		cm_errorf(err, ENOMEM, "out of memory");
+		svc_web_stop(h->web);
+		free(h);
+		return NULL;
+	}
 	if (inet_pton(AF_INET, config->listen_host, &a4.sin_addr) == 1) {
 		a4.sin_family = AF_INET;
 		a4.sin_port = htons((uint16_t)config->listen_port);
@@ -572,6 +622,7 @@ struct svc_http *svc_http_start(const struct svc_config *config,
 				  config->listen_host, config->listen_port);
 		svc_conn_guard_stop(h->guard);
 		svc_web_stop(h->web);
+		svc_sessions_free(h->sessions);
 		free(h);
 		return NULL;
 	}
@@ -592,5 +643,6 @@ void svc_http_stop(struct svc_http *h)
 	MHD_stop_daemon(h->daemon);
 	svc_conn_guard_stop(h->guard);
 	svc_web_stop(h->web);
+	svc_sessions_free(h->sessions);
 	free(h);
 }

@@ -51,6 +51,8 @@ static const struct bad_case bad_cases[] = {
 	{ "max_body_total = 1M\n", "max_body_total (1048576) is smaller than max_body" },
 	{ "per_ip_connections = 65537\n", "per_ip_connections: '65537' is not an integer in [0, 65536]" },
 	{ "request_timeout = 0\n", "request_timeout: '0' is not an integer in [1, 3600]" },
+	{ "web_login_ttl = 0\n", "web_login_ttl: '0' is not an integer in [1, 3600]" },
+	{ "web_login_ttl = 3601\n", "web_login_ttl: '3601' is not an integer in [1, 3600]" },
 	{ "connection_memory = 512\n", "connection_memory: '512' is not a size" },
 	{ "web_proxy_secret_file = secret\n", "web_proxy_secret_file: 'secret' is not an absolute path" },
 	{ "munge_socket = run/munge\n", "munge_socket: 'run/munge' is not an absolute path" },
@@ -94,6 +96,7 @@ static void test_full_file(void)
 		"retention_days = 180\n"
 		"per_ip_connections = 0\n"
 		"request_timeout = 7\n"
+		"web_login_ttl = 2\n"
 		"connection_memory = 16k\n"
 		"web_proxy_secret_file = /etc/commap/proxy.secret\n"
 		"sync = full";		/* no final newline */
@@ -120,6 +123,7 @@ static void test_full_file(void)
 	is_int(c.sync_full, 1, "sync full");
 	is_int(c.per_ip_connections, 0, "per_ip_connections 0: no limit");
 	is_int(c.request_timeout_s, 7, "request_timeout");
+	is_int(c.web_login_ttl_s, 2, "web_login_ttl");
 	is_int(c.connection_memory, 16384, "connection_memory 16k");
 	is_str(c.web_proxy_secret_file, "/etc/commap/proxy.secret",
 	       "web_proxy_secret_file");
