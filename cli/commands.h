@@ -24,6 +24,8 @@ int cmd_jobs(int argc, char *argv[]);
 void cmd_jobs_help(FILE *f);
 int cmd_apps(int argc, char *argv[]);
 void cmd_apps_help(FILE *f);
+int cmd_web(int argc, char *argv[]);
+void cmd_web_help(FILE *f);
 
 int cmd_check(int argc, char *argv[]);
 void cmd_check_help(FILE *f);

@@ -27,6 +27,8 @@ static const struct command commands[] = {
 	{ "jobs", "list jobs known to the service", cmd_jobs, cmd_jobs_help },
 	{ "apps", "list applications and their learned models", cmd_apps,
 	  cmd_apps_help },
+	{ "web", "a one-time link to the web reports for a browser", cmd_web,
+	  cmd_web_help },
 	{ "check", "what this node and the service allow commap to do",
 	  cmd_check, cmd_check_help },
 	{ "replay", "replay a recording of the agent's detection offline",
@@ -62,7 +64,7 @@ static const struct command *find_command(const char *name)
 static int unknown_command(const char *name)
 {
 	cli_error("unknown command '%s' (commands: map, cost, matrix, run, "
-		  "report, jobs, apps, check; see 'commap --help')", name);
+		  "report, jobs, apps, web, check; see 'commap --help')", name);
 	return CLI_EXIT_USAGE;
 }
 

@@ -3,6 +3,7 @@
 # (HAVE_CURL/HAVE_MUNGE in config.h); without them the commands say why
 # and exit 1.  --format svg|html use the report library (report/render.h).
 cli_commap_SOURCES += cli/cmd_remote.c cli/remote.h cli/remote_http.c \
+	cli/cmd_web.c \
 	cli/remote_args.h cli/remote_args.c \
 	cli/remote_text.c cli/remote_time.c cli/cmd_check.c
 cli_commap_SOURCES += cli/remote_nodes.c cli/remote_nodes.h

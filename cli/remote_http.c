@@ -237,7 +237,9 @@ int remote_request(const char *base, const char *method, const char *path,
 		goto out;
 	}
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-	if (strcmp(method, "GET") != 0)
+	if (strcmp(method, "POST") == 0)	/* with Content-Length: 0 */
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
+	else if (strcmp(method, "GET") != 0)
 		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	rv = perform(c, url, ans);
 out:

@@ -102,6 +102,7 @@ SERVICE_INTEGRATION_TESTS = \
 	tests/service/t0600-service-api.sh \
 	tests/service/t0610-service-kill.sh \
 	tests/service/t0620-web.sh \
+	tests/service/t0625-web-login.sh \
 	tests/service/t0630-chromium.sh \
 	tests/service/t0660-models.sh \
 	tests/service/t0670-retention.sh \
@@ -128,6 +129,7 @@ EXTRA_DIST += tests/service/t0600-service-api.sh \
 	tests/service/t0610-service-kill.sh tests/service/service-lib.sh \
 	tests/service/upload-stream.py \
 	tests/service/t0620-web.sh tests/service/t0630-chromium.sh \
+	tests/service/t0625-web-login.sh \
 	tests/service/web-check.py tests/service/layout-check.js tests/bench/service/run-service.sh \
 	tests/bench/service/run-flood.sh tests/bench/service/run-list-sort.sh \
 	tests/service/t0660-models.sh tests/service/t0670-retention.sh \
