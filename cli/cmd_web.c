@@ -84,8 +84,8 @@ static int ask_link(const char *base)
 	while (bl && base[bl - 1] == '/')
 		bl--;
 	say_duration(ttl, dur, sizeof(dur));
-	printf("open in a browser on this machine: %.*s%s\n"
-	       "(valid %s, once)\n", (int)bl, base, path, dur);
+	printf("open in a browser on this machine: %.*s%s (valid %s, once)\n",
+	       (int)bl, base, path, dur);
 	if (fflush(stdout) == EOF || ferror(stdout)) {
 		cli_error("writing standard output failed");
 		return CLI_EXIT_RUNTIME;

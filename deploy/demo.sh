@@ -10,7 +10,8 @@
 #  3. runs two jobs with --commap=dynamic: threads in producer/consumer
 #     pairs, and MPI ranks exchanging through shared memory (srun
 #     --mpi=pmix);
-#  4. shows what commap found and did: `commap jobs` and `commap report`.
+#  4. shows what commap found and did: `commap jobs` and `commap report`,
+#     and prints a one-time link to the web reports (`commap web`).
 #
 # Idempotent: a second run rebuilds, reinstalls and restarts everything.
 # deploy/demo.sh stop stops the daemons.  Run as root.
@@ -123,4 +124,8 @@ for job in "$job1" "$job2"; do
 	say "commap report $job"
 	$commap report "$job" --service "$service_url"
 done
-say "done: reports are also on the web at $service_url/jobs (deploy/demo.sh stop stops the daemons)"
+say "done (deploy/demo.sh stop stops the daemons); the reports are also on the web:"
+# A one-time login link (root's: every job); the bare URL would answer
+# 401 in a browser.
+$commap web --service "$service_url" ||
+	echo "(no login link: open $service_url/jobs with a munge credential, docs/reports.md)"

@@ -26,7 +26,7 @@ open_link() {
 # link_of USER: the URL `commap web` prints, in $link; its text in $out.
 link_of() {
 	run runuser -u "$1" -- "$commap" web --service "$url"
-	link=$(printf '%s\n' "$out" | sed -n 's/^open in a browser on this machine: \(http[^ ]*\)$/\1/p')
+	link=$(printf '%s\n' "$out" | sed -n 's/^open in a browser on this machine: \(http[^ ]*\) (valid .*, once)$/\1/p')
 }
 
 cat >"$T/svc.conf" <<CONF
@@ -49,7 +49,7 @@ is "commap web as A: exit 0" "$status" 0
 ok "  prints a login URL on this service" \
 	sh -c "printf '%s' '$link' | grep -Eq '^http://127\\.0\\.0\\.1:$port/login\\?token=[0-9a-f]{64}\$'"
 ok "  says for how long and how often" \
-	sh -c "printf '%s\n' \"\$1\" | grep -q '^(valid 10 minutes, once)\$'" \
+	sh -c "printf '%s\n' \"\$1\" | grep -q ' (valid 10 minutes, once)\$'" \
 	sh "$out"
 req $A POST /v1/web-login
 is "POST /v1/web-login: 200" "$code" 200
@@ -161,7 +161,7 @@ req - GET /jobs -H "$C_A"
 is "a restart forgets sessions: 401" "$code" 401
 link_of $A
 ok "  commap web says so" \
-	sh -c "printf '%s\n' \"\$1\" | grep -q '^(valid 1 second, once)\$'" \
+	sh -c "printf '%s\n' \"\$1\" | grep -q ' (valid 1 second, once)\$'" \
 	sh "$out"
 sleep 2.2
 open_link "$link"
