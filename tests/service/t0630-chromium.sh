@@ -4,7 +4,9 @@
 # screenshot of it is not blank, and the layout holds (what happened
 # first, the strongest cell darkest, no text past a picture's edge, move
 # labels clear of the marks, round ticks; docs/reports.md).  The service runs with
-# web_auth = none (loopback only) so the browser needs no credential.
+# web_auth = none (loopback only) so the browser needs no credential; at
+# the end, behind web_auth = munge, a browser logs in with a `commap web`
+# link and sees the user's own jobs.
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/service/service-lib.sh"
 
@@ -173,5 +175,28 @@ if [ -n "${COMMAP_KEEP_SCREENSHOT:-}" ]; then
 	done
 fi
 
+ok "the service stops cleanly" stop_service
+
+# A browser logging in with a one-time link (`commap web`; docs/service.md,
+# "Web identity"): the same database, now behind web_auth = munge.
+A=commap-test-a
+ok "a test user" make_user $A
+commap_for_users
+sed -i 's/^web_auth = none$/web_auth = munge/' "$T/svc.conf"
+ok "the service starts again (web_auth = munge)" start_service "$T/svc.conf"
+make_result "$T/a.json" 3101 "$(id -u $A)" $A
+req root POST /v1/results --data-binary @"$T/a.json"
+is "a result of the test user is uploaded" "$code" 201
+link=$(runuser -u $A -- "$commap" web --service "$url" |
+	sed -n 's/^open in a browser on this machine: \(http[^ ]*\) .*/\1/p')
+ok "commap web prints a login link" test -n "$link"
+browse --dump-dom "$link" >"$T/login.html"
+ok "Chromium following the link lands on the job list" \
+	grep -q '<form method="get" action="/jobs"' "$T/login.html"
+ok "  with the user's job" grep -q 'href="/jobs/3101"' "$T/login.html"
+ok "  and not root's" sh -c "! grep -q 'href=\"/jobs/3001\"' '$T/login.html'"
+browse --dump-dom "$link" >"$T/login2.html"
+ok "the same link in a fresh browser: refused" \
+	grep -q 'unknown, used or expired' "$T/login2.html"
 ok "the service stops cleanly" stop_service
 done_testing
