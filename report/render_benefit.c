@@ -182,15 +182,34 @@ static int cost_line(json_t *a, const json_t *doc)
 		   c.applied <= c.unpinned ? "less" : "MORE");
 }
 
-/* Seconds between two stored times (YYYY-MM-DDTHH:MM:SSZ), or -1. */
+/* A stored time, YYYY-MM-DDTHH:MM:SS[.fff]Z (the agent writes
+ * milliseconds), as seconds since the epoch; -1 if it is not one. */
+static double stamp_s(const char *s)
+{
+	struct tm t = { 0 };
+	const char *p = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &t) : NULL;
+	double frac = 0;
+	char *end;
+
+	if (!p)
+		return -1;
+	if (*p == '.') {
+		frac = strtod(p, &end);
+		if (end == p + 1)
+			return -1;
+		p = end;
+	}
+	if (strcmp(p, "Z") != 0)
+		return -1;
+	return (double)timegm(&t) + frac;
+}
+
+/* Seconds between two stored times, or -1. */
 static double span_s(const char *a, const char *b)
 {
-	struct tm ta = { 0 }, tb = { 0 };
+	double ta = stamp_s(a), tb = stamp_s(b);
 
-	if (!a || !b || !strptime(a, "%Y-%m-%dT%H:%M:%SZ", &ta) ||
-	    !strptime(b, "%Y-%m-%dT%H:%M:%SZ", &tb))
-		return -1;
-	return difftime(timegm(&tb), timegm(&ta));
+	return ta < 0 || tb < ta ? -1 : tb - ta;
 }
 
 static int cmp_double(const void *x, const void *y)
@@ -212,7 +231,10 @@ static int time_line(json_t *a, const json_t *doc, const json_t *row)
 	json_array_foreach(runs, i, r)
 		if (n < 64 && num(r, "duration_s", -1) >= 0)
 			d[n++] = num(r, "duration_s", -1);
-	if (n == 0 || run < 0)
+	if (run < 0)
+		return add(a, "time", "run time: not known (the result's start "
+			   "or end time is missing or malformed)");
+	if (n == 0)
 		return add(a, "time", "run time: %.0f s; no earlier run of this "
 			   "application with the same shape to compare with",
 			   run);

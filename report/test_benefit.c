@@ -191,6 +191,22 @@ static void test_time_and_evidence(void)
 	is_int(by, 15, "breakdowns by level (nested), by phase (a list), the "
 	       "agent's sample_budget and dropped, as the result has them");
 	json_decref(lines);
+	/* The agent writes milliseconds. */
+	json_object_set_new(doc, "started_at",
+			    json_string("2026-11-22T14:00:00.250Z"));
+	json_object_set_new(doc, "ended_at",
+			    json_string("2026-11-22T14:00:04.750Z"));
+	lines = cm_report_benefit(doc, row);
+	is_str(line(lines, "time"), "run time: 4 s against a median of 100 s "
+	       "over 3 earlier runs of this application (80 to 120 s): 0.04x",
+	       "run time from stamps with milliseconds");
+	json_decref(lines);
+	json_object_set_new(doc, "ended_at", json_string("2026-11-22 14:00"));
+	lines = cm_report_benefit(doc, row);
+	is_str(line(lines, "time"), "run time: not known (the result's start "
+	       "or end time is missing or malformed)",
+	       "a malformed end time: said, not printed as -1 s");
+	json_decref(lines);
 	json_decref(row);
 	json_decref(doc);
 }
