@@ -309,6 +309,32 @@ static int runs_parent_exe(pid_t pid)
 	return st.st_dev == pst.st_dev && st.st_ino == pst.st_ino;
 }
 
+/* Is pid a shell?  A task is often a wrapper (`sh -c '...; exec app'`,
+ * a script ending in exec) that replaces itself by the application a
+ * moment later: its identity is worth waiting for (up to
+ * IDENTITY_REFRESH_NS), or a busy node would learn a model for the
+ * shell on one run and look for the application's on the next. */
+static int runs_shell(pid_t pid)
+{
+	static const char *const shells[] = { "sh", "dash", "bash", "zsh",
+					      "ksh", "mksh", "csh", "tcsh" };
+	char path[64], exe[PATH_MAX];
+	const char *base;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return 0;
+	exe[n] = '\0';
+	base = strrchr(exe, '/');
+	base = base ? base + 1 : exe;
+	for (size_t i = 0; i < sizeof(shells) / sizeof(shells[0]); i++)
+		if (strcmp(base, shells[i]) == 0)
+			return 1;
+	return 0;
+}
+
 /* Under SPANK: have all the node's tasks been announced?  The first
  * task's environment (once it has exec'ed) says how many the node has
  * (SLURM_STEP_TASKS_PER_NODE, SLURM_NODEID); 0 when it does not say. */
@@ -338,7 +364,7 @@ static int app_identity_ready(struct agent *a)
 
 	if (!p || !p->alive)
 		return 0;
-	execd = !runs_parent_exe(p->pid);
+	execd = !runs_parent_exe(p->pid) && !runs_shell(p->pid);
 	if (a->o->tasks_from_stdin && a->stdin_open &&
 	    now - a->last_task_line_ns < TASK_LINES_QUIET_NS &&
 	    !(execd && all_tasks_in(a, p->pid)))
