@@ -225,6 +225,7 @@ static void account_ref(struct cm_drain_ctx *d, int i, int p, pid_t pid,
 	struct cproc *cp = &c->procs[p];
 	const struct cm_map_region *reg;
 	struct cm_block_key key;
+	uint64_t runs;
 	int r, ev, cls;
 
 	r = cp->maps_loaded ? cm_maps_key(&cp->maps, (uint64_t)p, addr, &key)
@@ -244,6 +245,7 @@ static void account_ref(struct cm_drain_ctx *d, int i, int p, pid_t pid,
 	if (c->o.record)
 		record_ref(c, i, &key, reg && !key.shared ? reg->start : 0,
 			   cls, time);
+	runs = c->st.refs.run_refs;
 	ev = cm_evidence_add(c->table, c->ov, d->m, i, &key,
 			     reg && !key.shared ? reg->start : 0, cls, time,
 			     &c->st.refs);
@@ -251,7 +253,8 @@ static void account_ref(struct cm_drain_ctx *d, int i, int p, pid_t pid,
 		d->nomem = 1;
 		return;
 	}
-	if (cls == CM_REF_STACK)
+	/* The stack and a run's continuation never reach the table. */
+	if (cls == CM_REF_STACK || c->st.refs.run_refs != runs)
 		return;
 	c->st.accesses++;
 	c->st.events += (uint64_t)ev;
