@@ -27,6 +27,7 @@ lib_libcommap_la_SOURCES = \
 	lib/map_align.c \
 	lib/map_incremental.c \
 	lib/commap/placement_check.h lib/placement_check.c \
-	lib/placement_result.c
+	lib/placement_result.c \
+	lib/commap/place_nodes.h lib/place_nodes.c
 lib_libcommap_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) $(JANSSON_CFLAGS)
 lib_libcommap_la_LIBADD = $(HWLOC_LIBS) $(JANSSON_LIBS) -lm

@@ -16,6 +16,7 @@ UNIT_TESTS = \
 	tests/unit/test_map_baseline.t \
 	tests/unit/test_map_validate.t \
 	tests/unit/test_map_align.t \
+	tests/unit/test_place_nodes.t \
 	tests/unit/test_mapping.t
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
@@ -75,3 +76,6 @@ tests_unit_test_map_validate_t_LDADD = $(UNIT_LDADD)
 tests_unit_test_map_align_t_SOURCES = tests/unit/test_map_align.c
 tests_unit_test_map_align_t_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_map_align_t_LDADD = $(UNIT_LDADD)
+tests_unit_test_place_nodes_t_SOURCES = tests/unit/test_place_nodes.c
+tests_unit_test_place_nodes_t_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_place_nodes_t_LDADD = $(UNIT_LDADD)
