@@ -1,5 +1,5 @@
 /* fuzz_perf_record.c: the agent's readers of kernel sample records
- * (nodeagent/perf_sample.c, nodeagent/fault_sample.c) on arbitrary bytes:
+ * (nodeagent/perf_record.c, nodeagent/fault_sample.c) on arbitrary bytes:
  * one record in the software-sampling or hardware-sampling layout, the same
  * bytes as a page-fault tracepoint sample, and the bytes as a perf ring
  * walked record by record.

@@ -1,5 +1,6 @@
 /* test_perf_sample.c: perf sample records, rings, the hardware probe and
- * real software address sampling (nodeagent/perf_sample.c).
+ * real software address sampling (nodeagent/perf_record.c,
+ * perf_open.c, perf_sample.c).
  *
  * Records and rings are built byte by byte (sample with and without user
  * registers, hw samples with ADDR, lost/throttle/unknown records, records
