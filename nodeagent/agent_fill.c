@@ -4,6 +4,7 @@
  */
 #include <config.h>
 
+#include <errno.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,9 @@
 #include <unistd.h>
 
 #include "agent_internal.h"
+#include "ompi_monitoring.h"
 #include "upload.h"
+#include "user_file.h"
 
 static void fill_identity(struct agent *a)
 {
@@ -183,6 +186,45 @@ static void fill_model_distance(struct agent *a)
 	free(index);
 }
 
+static void traffic_problem(void *arg, const char *line)
+{
+	agent_warn("%s", line);
+	cm_agent_result_warn(arg, line);
+}
+
+/* --mpi-traffic DIR: the Open MPI monitoring files of this node's ranks
+ * (the result's rank_traffic), read with the job's rights in at most 5 s
+ * (the step-end grace is 10), then the step's directory removed. */
+static void fill_mpi_traffic(struct agent *a)
+{
+	struct cm_user_cred cred = { .uid = a->o->uid, .gid = a->o->gid };
+	int n = a->res.nthreads, *ranks;
+
+	if (!a->o->mpi_traffic)
+		return;
+	if (cred.uid != (uid_t)-1 && cred.gid == (gid_t)-1) {
+		struct passwd *pw = getpwuid(cred.uid);
+
+		cred.gid = pw ? pw->pw_gid : (gid_t)cred.uid;
+	}
+	if (a->o->ngroups >= 0) {
+		cred.groups = a->o->groups;
+		cred.ngroups = a->o->ngroups;
+	}
+	ranks = malloc((size_t)(n ? n : 1) * sizeof(int));
+	if (ranks) {
+		for (int i = 0; i < n; i++)
+			ranks[i] = a->res.threads[i].rank;
+		a->res.traffic_on = 1;
+		cm_ompi_mon_collect(a->o->mpi_traffic, ranks, n, &cred, 5000,
+				    &a->res.traffic, traffic_problem, &a->res);
+		free(ranks);
+	}
+	if (cm_ompi_mon_remove_dir(a->o->mpi_traffic) < 0 && errno != ENOENT)
+		agent_warn("MPI traffic: cannot remove %s: %s",
+			   a->o->mpi_traffic, strerror(errno));
+}
+
 /* With --output and --service, the result is also uploaded (commap run
  * with COMMAP_SERVICE: every run improves the model). */
 static void upload_copy(struct agent *a, const char *doc)
@@ -207,6 +249,7 @@ int ag_write_result(struct agent *a)
 	fill_topology(a);
 	fill_stats(a);
 	fill_model_distance(a);
+	fill_mpi_traffic(a);
 	doc = cm_agent_result_json(&a->res, a->total, &err);
 	if (!doc) {
 		agent_warn("%s", err.text);

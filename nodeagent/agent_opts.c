@@ -241,6 +241,7 @@ enum {
 	OPT_STDIN, OPT_PID, OPT_TOPO, OPT_TOPO_XML, OPT_READY, OPT_ALPHA,
 	OPT_GAIN, OPT_SCAN, OPT_VERBOSE, OPT_NUMA, OPT_OVERHEAD, OPT_GID,
 	OPT_GROUPS, OPT_CWD, OPT_CLUSTER, OPT_RECORD, OPT_REPLAY,
+	OPT_MPI_TRAFFIC,
 };
 
 static const struct option long_opts[] = {
@@ -272,6 +273,7 @@ static const struct option long_opts[] = {
 	{ "overhead", required_argument, NULL, OPT_OVERHEAD },
 	{ "record", required_argument, NULL, OPT_RECORD },
 	{ "replay", required_argument, NULL, OPT_REPLAY },
+	{ "mpi-traffic", required_argument, NULL, OPT_MPI_TRAFFIC },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -388,6 +390,12 @@ static int apply_option(struct cm_agent_opts *o, int c, const char *v,
 		return parse_path("--record", v, &o->record, err);
 	case OPT_REPLAY:
 		return parse_path("--replay", v, &o->replay, err);
+	case OPT_MPI_TRAFFIC:
+		if (v[0] != '/')
+			return cm_errorf(err, EINVAL, "--mpi-traffic: '%s' is "
+					 "not an absolute path", v);
+		o->mpi_traffic = v;
+		return 0;
 	case OPT_STDIN:
 		o->tasks_from_stdin = 1;
 		return 0;

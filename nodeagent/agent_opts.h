@@ -9,6 +9,7 @@
  *                [--period-us N] [--topology SPEC | --topology-xml FILE]
  *                [--ready-fd FD] [--alpha X] [--gain X] [--verbose]
  *                [--numa-balancing manage|leave] [--overhead PCT]
+ *                [--mpi-traffic DIR]
  *
  * Parsing is pure (no printing, no exit): every error is -1/EINVAL with a
  * message naming the option and the value, so the table of good and bad
@@ -93,6 +94,9 @@ struct cm_agent_opts {
 					 * default, 0 when --period-us is
 					 * given without --overhead */
 	int overhead_given, period_given;
+	const char *mpi_traffic;	/* NULL, or the step's directory of
+					 * Open MPI monitoring files, read
+					 * and removed at the end */
 };
 
 /* Defaults: mode dynamic, backend auto, 1 ms, alpha 0.75, gain 0.05,

@@ -37,6 +37,7 @@ void cm_agent_result_free(struct cm_agent_result *r)
 		free(r->timeline[i].os_pu);
 	free(r->timeline);
 	free(r->migrations);
+	cm_rank_traffic_free(&r->traffic);
 	for (int i = 0; i < r->nwarnings; i++)
 		free(r->warnings[i]);
 	free(r->pin_latency_ms);
@@ -458,6 +459,28 @@ static json_t *warnings_json(const struct cm_agent_result *r)
 	return a;
 }
 
+/* {"source", "ranks": [R, ...], "pairs": [[src, dst, bytes, messages],
+ * ...]}: the MPI library's counts between ranks (docs/result-format.md);
+ * counts beyond JSON's integers are capped. */
+static json_t *traffic_json(const struct cm_rank_traffic *t)
+{
+	json_t *ranks = json_array(), *pairs = json_array();
+
+	for (int i = 0; ranks && i < t->nranks; i++)
+		json_array_append_new(ranks, json_integer(t->ranks[i]));
+	for (int i = 0; pairs && i < t->npairs; i++) {
+		const struct cm_rank_pair *p = &t->pairs[i];
+
+		json_array_append_new(pairs, json_pack("[i,i,I,I]", p->src,
+			p->dst, (json_int_t)(p->bytes > INT64_MAX ? INT64_MAX :
+					     p->bytes),
+			(json_int_t)(p->messages > INT64_MAX ? INT64_MAX :
+				     p->messages)));
+	}
+	return json_pack("{s:s,s:o,s:o}", "source", "ompi-monitoring",
+			 "ranks", ranks, "pairs", pairs);
+}
+
 static json_t *document(const struct cm_agent_result *r,
 			const struct cm_matrix *m)
 {
@@ -494,6 +517,9 @@ static json_t *document(const struct cm_agent_result *r,
 		bad |= json_object_set_new(o, "guard", json_pack(
 				"{s:i, s:i}", "checked", r->guard_checked,
 				"undone", r->guard_undone));
+	if (r->traffic_on)
+		bad |= json_object_set_new(o, "rank_traffic",
+					   traffic_json(&r->traffic));
 	if (bad) {
 		json_decref(o);
 		return NULL;

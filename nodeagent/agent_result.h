@@ -21,6 +21,7 @@
 
 #include "commap/error.h"
 #include "commap/matrix.h"
+#include "ompi_monitoring.h"
 
 struct cm_result_thread {
 	int rank;
@@ -140,6 +141,10 @@ struct cm_agent_result {
 	 * pin_latency_ms: p50, p90, max, n) */
 	double *pin_latency_ms;
 	int npin_latency, pin_latency_cap;
+	/* "rank_traffic": what the MPI library counted between ranks
+	 * (ompi_monitoring.h); written when traffic_on, owned */
+	int traffic_on;
+	struct cm_rank_traffic traffic;
 };
 
 /* Zero the record (job/step -1, times now). */

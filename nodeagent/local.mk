@@ -82,6 +82,7 @@ nodeagent_libagentcore_la_SOURCES = \
 	nodeagent/agent_result.h nodeagent/agent_result.c \
 	nodeagent/agent.h nodeagent/agent_static.c \
 	nodeagent/user_file.h nodeagent/user_file.c \
+	nodeagent/ompi_monitoring.h nodeagent/ompi_monitoring.c \
 	nodeagent/app_identity.h nodeagent/app_identity.c
 nodeagent_libagentcore_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) \
 	$(CRYPTO_CFLAGS)

@@ -1,6 +1,7 @@
 /* commap_spank.c: commap's SPANK plugin.
  *
  *   srun|sbatch|salloc --commap=off|dynamic|learned|static:FILE
+ *                      [--commap-mpi-traffic]
  *
  * For each job step on each node (remote context, slurmstepd) it starts one
  * node agent, detached, at the first task's fork, hands it every task's pid
@@ -39,6 +40,7 @@
 #include <slurm/spank.h>
 
 #include "agent_launch.h"
+#include "mpi_traffic.h"
 #include "spank_config.h"
 
 SPANK_PLUGIN(commap, 1);
@@ -60,14 +62,20 @@ static struct {
 	struct cm_agent_handle agent;
 	uint32_t job_id, step_id;
 	int agent_pidfd;		/* -1: none (no pidfd on this kernel) */
+	int traffic_set;		/* --commap-mpi-traffic given */
+	char traffic_dir[PATH_MAX];	/* "" or the step's monitoring files */
 } ctx = { .agent = { .pid = -1, .ctl_fd = -1 }, .agent_pidfd = -1 };
 
 static int option_cb(int val, const char *optarg, int remote);
+static int traffic_option_cb(int val, const char *optarg, int remote);
 
 static struct spank_option commap_options[] = {
 	{ "commap", "MODE",
 	  "[commap] communication-aware thread placement: off, dynamic, "
 	  "learned or static:FILE", 1, 0, option_cb },
+	{ "commap-mpi-traffic", NULL,
+	  "[commap] count the bytes MPI ranks send each other (Open MPI) "
+	  "and show them in the job's report", 0, 0, traffic_option_cb },
 	SPANK_OPTIONS_TABLE_END
 };
 
@@ -89,6 +97,15 @@ static int option_cb(int val, const char *optarg, int remote)
 	}
 	ctx.mode = mode;
 	ctx.user_set = 1;
+	return 0;
+}
+
+static int traffic_option_cb(int val, const char *optarg, int remote)
+{
+	(void)val;
+	(void)optarg;
+	(void)remote;
+	ctx.traffic_set = 1;
 	return 0;
 }
 
@@ -307,6 +324,10 @@ static void launch_agent(spank_t sp)
 		argv[ac++] = "--service";
 		argv[ac++] = ctx.cfg.service;
 	}
+	if (ctx.traffic_dir[0]) {
+		argv[ac++] = "--mpi-traffic";
+		argv[ac++] = ctx.traffic_dir;
+	}
 	argv[ac++] = "--tasks-from-stdin";
 	argv[ac] = NULL;
 	node_name(node, sizeof(node));
@@ -411,13 +432,57 @@ static void note_agent_death(void)
 	ctx.agent_pidfd = -1;
 }
 
+/* The traffic between MPI ranks (mpi_traffic.h): asked for with
+ * --commap-mpi-traffic or the site's mpi_traffic=yes, collected by the
+ * step's agent, so only when commap is on for the step.  Runs in
+ * slurmstepd before the tasks start (privileges dropped to the user's);
+ * a directory that cannot be made only means no traffic for the step. */
+static void traffic_setup(spank_t sp)
+{
+	const char *name[CM_MPI_TRAFFIC_NVARS];
+	static char value[CM_MPI_TRAFFIC_NVARS][CM_MPI_TRAFFIC_VALUE_MAX];
+	uid_t uid = 0;
+	gid_t gid = 0;
+	struct cm_error err;
+
+	if (ctx.disabled || effective_mode()->mode == CM_MODE_OFF ||
+	    !(ctx.traffic_set || ctx.cfg.mpi_traffic) || !step_is_tracked(sp))
+		return;
+	spank_get_item(sp, S_JOB_UID, &uid);
+	spank_get_item(sp, S_JOB_GID, &gid);
+	if (cm_mpi_traffic_mkdir("/tmp", ctx.job_id, ctx.step_id, uid, gid,
+				 ctx.traffic_dir, sizeof(ctx.traffic_dir),
+				 &err) < 0) {
+		slurm_info("commap: %s; step %u.%u runs without MPI traffic "
+			   "counts", err.text, ctx.job_id, ctx.step_id);
+		ctx.traffic_dir[0] = '\0';
+		return;
+	}
+	cm_mpi_traffic_vars(ctx.traffic_dir, name, value);
+	for (int i = 0; i < CM_MPI_TRAFFIC_NVARS; i++)
+		spank_setenv(sp, name[i], value[i], 1);
+}
+
+int slurm_spank_user_init(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	if (spank_context() == S_CTX_REMOTE)
+		traffic_setup(sp);
+	return 0;
+}
+
 /* slurmstepd at step end: closing the socket tells the agent to finish.
- * We never wait for it: the step's end must not be held up. */
+ * We never wait for it: the step's end must not be held up.  The agent
+ * removes the step's traffic directory after reading it; without an
+ * agent, nobody reads it. */
 int slurm_spank_exit(spank_t sp, int ac, char **av)
 {
 	if (spank_context() != S_CTX_REMOTE)
 		return 0;
 	note_agent_death();
+	if (ctx.traffic_dir[0] && ctx.agent.ctl_fd < 0)
+		cm_mpi_traffic_rmdir(ctx.traffic_dir);
 	cm_agent_close(&ctx.agent);
 	return 0;
 }

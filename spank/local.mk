@@ -9,6 +9,7 @@ spank_commap_spank_la_SOURCES = \
 	spank/commap_spank.c \
 	spank/spank_config.h spank/spank_config.c \
 	spank/agent_launch.h spank/agent_launch.c \
+	spank/mpi_traffic.h spank/mpi_traffic.c \
 	lib/error.c
 # Never built with sanitizers: it is loaded into srun and slurmstepd, which
 # are not, and an ASan runtime cannot come second.

@@ -204,6 +204,13 @@ static int config_set(struct cm_spank_config *cfg, const char *word,
 		return copy_value(cfg->spool, sizeof(cfg->spool), value, key,
 				  err);
 	}
+	if (strcmp(key, "mpi_traffic") == 0) {
+		if (strcmp(value, "yes") && strcmp(value, "no"))
+			return cm_errorf(err, EINVAL, "mpi_traffic: '%s': "
+					 "expected yes or no", value);
+		cfg->mpi_traffic = strcmp(value, "yes") == 0;
+		return 0;
+	}
 	if (strcmp(key, "conf") == 0) {
 		if (!allow_conf)
 			return cm_errorf(err, EINVAL, "conf: not allowed inside "
@@ -211,7 +218,7 @@ static int config_set(struct cm_spank_config *cfg, const char *word,
 		return read_config_file(cfg, value, err);
 	}
 	return cm_errorf(err, EINVAL, "unknown key '%s' (default, allow, "
-			 "agent, service, spool, conf)", key);
+			 "agent, service, spool, mpi_traffic, conf)", key);
 }
 
 int cm_spank_config_set(struct cm_spank_config *cfg, const char *word,

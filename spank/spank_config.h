@@ -10,6 +10,8 @@
  *      service=URL        central service, empty for none
  *      spool=DIR          where results wait when the service is down
  *      conf=PATH          read the keys from PATH instead
+ *      mpi_traffic=yes|no collect the traffic between MPI ranks of every
+ *                         step (Open MPI's monitoring; default no)
  *    Defaults are set first; an unknown key or bad value is an error that
  *    names it (the plugin then disables itself and never breaks srun).
  */
@@ -40,6 +42,7 @@ struct cm_spank_config {
 	char agent[PATH_MAX];
 	char service[1024];
 	char spool[PATH_MAX];
+	int mpi_traffic;		/* mpi_traffic=yes */
 };
 
 /* Parse "off", "dynamic", "learned" or "static:FILE" (FILE non-empty,

@@ -9,7 +9,8 @@ AGENT_UNIT_TESTS = \
 	tests/agent/test_progress_guard.t \
 	tests/agent/test_agent_result.t \
 	tests/agent/test_app_identity.t \
-	tests/agent/test_user_file.t
+	tests/agent/test_user_file.t \
+	tests/agent/test_ompi_monitoring.t
 check_PROGRAMS += $(AGENT_UNIT_TESTS) tests/agent/pairs
 TESTS += $(AGENT_UNIT_TESTS)
 AGENT_UNIT_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/nodeagent
@@ -39,6 +40,13 @@ tests_agent_test_agent_result_t_SOURCES = tests/agent/test_agent_result.c \
 tests_agent_test_agent_result_t_CFLAGS = $(AGENT_UNIT_CFLAGS) \
 	-I$(top_srcdir)/service
 tests_agent_test_agent_result_t_LDADD = $(AGENT_UNIT_LDADD)
+
+tests_agent_test_ompi_monitoring_t_SOURCES = \
+	tests/agent/test_ompi_monitoring.c service/result_validate.c \
+	service/result_json.c service/result_read.c
+tests_agent_test_ompi_monitoring_t_CFLAGS = $(AGENT_UNIT_CFLAGS) \
+	-I$(top_srcdir)/service
+tests_agent_test_ompi_monitoring_t_LDADD = $(AGENT_UNIT_LDADD)
 
 tests_agent_test_app_identity_t_SOURCES = tests/agent/test_app_identity.c
 tests_agent_test_app_identity_t_CFLAGS = $(AGENT_UNIT_CFLAGS)

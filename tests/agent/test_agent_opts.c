@@ -60,6 +60,7 @@ static const struct bad_case bad[] = {
 	{ "--pid 1 --groups 1,x", "--groups: invalid gid 'x'" },
 	{ "--pid 1 --groups 1,-2", "--groups: invalid gid '-2'" },
 	{ "--pid 1 --cwd rel/dir", "--cwd: 'rel/dir' is not an absolute path" },
+	{ "--pid 1 --mpi-traffic tmp/x", "--mpi-traffic: 'tmp/x' is not an absolute path" },
 	{ "--pid 1 --cluster a/b", "--cluster: invalid name" },
 	{ "--pid 1 --cluster a\"b", "--cluster: invalid name" },
 	{ "--pid 1 --cluster 0123456789012345678901234567890123456789012345678901234567890123",
@@ -122,7 +123,8 @@ static void test_spank_line(void)
 	ok(parse("--mode static --static /x/m.json --cwd /home/u --job 42 "
 		 "--step 4294967291 --uid 1000 --gid 100 --groups 100,27,1001 "
 		 "--cluster big-1 --stepd-pid 777 --spool /var/spool/commap "
-		 "--service http://h:1 --tasks-from-stdin", &o, &err) == 0,
+		 "--service http://h:1 --mpi-traffic /tmp/m.1 "
+		 "--tasks-from-stdin", &o, &err) == 0,
 	   "the plugin's command line parses (%s)", err.text);
 	is_int(o.mode, CM_AGENT_MODE_STATIC, "mode static");
 	is_str(o.static_file, "/x/m.json", "static file");
@@ -133,6 +135,7 @@ static void test_spank_line(void)
 	ok(o.ngroups == 3 && o.groups[0] == 100 && o.groups[2] == 1001,
 	   "supplementary groups");
 	is_str(o.cwd, "/home/u", "the job's directory");
+	is_str(o.mpi_traffic, "/tmp/m.1", "the step's MPI traffic directory");
 	is_str(o.cluster, "big-1", "cluster");
 	is_int(o.stepd_pid, 777, "stepd pid");
 	is_str(o.spool, "/var/spool/commap", "spool");

@@ -41,6 +41,7 @@ FUZZ_TESTS_SMALL = \
 	tests/fuzz/fuzz_spank_config.t \
 	tests/fuzz/fuzz_svc_config.t \
 	tests/fuzz/fuzz_task_line.t \
+	tests/fuzz/fuzz_ompi_monitoring.t \
 	tests/fuzz/fuzz_model.t
 check_PROGRAMS += $(FUZZ_TESTS_SMALL)
 TESTS += $(FUZZ_TESTS_SMALL)
@@ -65,6 +66,14 @@ tests_fuzz_fuzz_task_line_t_CPPFLAGS = $(AM_CPPFLAGS) \
 	-I$(top_srcdir)/nodeagent -DFUZZ_TARGET='"task_line"'
 tests_fuzz_fuzz_task_line_t_CFLAGS = $(FUZZ_SMALL_CFLAGS)
 tests_fuzz_fuzz_task_line_t_LDADD = nodeagent/libagentcore.la lib/libcommap.la
+
+tests_fuzz_fuzz_ompi_monitoring_t_SOURCES = \
+	tests/fuzz/fuzz_ompi_monitoring.c tests/fuzz/standalone_driver.c
+tests_fuzz_fuzz_ompi_monitoring_t_CPPFLAGS = $(AM_CPPFLAGS) \
+	-I$(top_srcdir)/nodeagent -DFUZZ_TARGET='"ompi_monitoring"'
+tests_fuzz_fuzz_ompi_monitoring_t_CFLAGS = $(FUZZ_SMALL_CFLAGS)
+tests_fuzz_fuzz_ompi_monitoring_t_LDADD = nodeagent/libagentcore.la \
+	lib/libcommap.la
 
 tests_fuzz_fuzz_model_t_SOURCES = tests/fuzz/fuzz_model.c \
 	tests/fuzz/standalone_driver.c nodeagent/model_fetch.c

@@ -114,6 +114,9 @@ static void test_args(void)
 		{ "default=learned allow=off,dynamic", "default=learned is not in allow=" },
 		{ "conf=/nonexistent/commap.conf", "/nonexistent/commap.conf" },
 		{ "averyveryveryveryverylongkeyname=1", "unknown key" },
+		{ "mpi_traffic=yes", NULL },
+		{ "mpi_traffic=no", NULL },
+		{ "mpi_traffic=1", "mpi_traffic: '1': expected yes or no" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -133,11 +136,14 @@ static void test_args(void)
 		parse_words(&cfg, "default=dynamic allow=off,dynamic "
 			    "agent=/x/agent service=https://svc:8443", NULL);
 		is_int(cfg.default_mode.mode, CM_MODE_DYNAMIC, "default= applied");
+		is_int(cfg.mpi_traffic, 0, "mpi_traffic off by default");
 		ok(!cm_spank_mode_allowed(&cfg, CM_MODE_LEARNED) &&
 		   cm_spank_mode_allowed(&cfg, CM_MODE_DYNAMIC),
 		   "allow= restricts modes");
 		is_str(cfg.agent, "/x/agent", "agent= applied");
 		is_str(cfg.service, "https://svc:8443", "service= applied");
+		parse_words(&cfg, "mpi_traffic=yes", NULL);
+		is_int(cfg.mpi_traffic, 1, "mpi_traffic=yes applied");
 	}
 }
 
