@@ -55,6 +55,7 @@ service_commap_service_SOURCES = $(SERVICE_CORE) \
 	service/main.c \
 	service/svc_log.h service/svc_log.c \
 	service/svc_db.h service/svc_db.c service/svc_db_list.c \
+	service/svc_db_internal.h service/svc_db_read.c service/svc_db_pool.c \
 	service/svc_auth.h service/svc_auth.c \
 	service/svc_session.h service/svc_session.c \
 	service/svc_web_login.h service/svc_web_login.c \
@@ -85,6 +86,7 @@ check_PROGRAMS += $(SERVICE_DB_TESTS)
 TESTS += $(SERVICE_DB_TESTS)
 tests_service_test_svc_db_t_SOURCES = tests/service/test_svc_db.c \
 	service/svc_db.c service/svc_db_list.c service/result_validate.c \
+	service/svc_db_read.c service/svc_db_pool.c service/svc_db_internal.h \
 	service/result_json.c service/result_read.c \
 	service/svc_retention.c
 nodist_tests_service_test_svc_db_t_SOURCES = service/sql_migrations.c
