@@ -4,6 +4,7 @@ lib_libcommap_la_SOURCES = \
 	lib/commap/error.h lib/error.c \
 	lib/commap/rand.h lib/rand.c \
 	lib/commap/topology.h lib/topology.c \
+	lib/topology_internal.h lib/topology_tree.c lib/topology_restrict.c \
 	lib/commap/matrix.h lib/matrix.c \
 	lib/commap/matrix_io.h lib/matrix_io.c \
 	lib/commap/matrix_gen.h lib/matrix_gen.c \

@@ -232,7 +232,8 @@ static int attach_events(struct cm_perf_sampler *s, pid_t tid, int *fds,
 		if (fds[c] < 0 && errno == ENODEV && c > 0)
 			continue;	/* CPU offline */
 		if (fds[c] < 0)
-			return cm_perf_open_error(err, errno, event_name(s), tid);
+			return cm_perf_open_error(err, errno, event_name(s),
+						  tid);
 		opened++;
 		r = route_event(s, c, fds[c], tid, err);
 		if (r < 0)
