@@ -20,7 +20,8 @@ CLEANFILES += service/sql_migrations.c
 SERVICE_CORE = \
 	service/svc_config.h service/svc_config.c \
 	service/result_validate.h service/result_validate_internal.h \
-	service/result_json.c service/result_validate.c service/result_read.c
+	service/result_json.c service/result_validate.c service/result_read.c \
+	service/result_validate_traffic.c
 
 # ---- unit tests that need only jansson --------------------------------------
 SERVICE_UNIT_TESTS = \
@@ -36,7 +37,8 @@ tests_service_test_svc_config_t_CFLAGS = $(SERVICE_TEST_CFLAGS)
 tests_service_test_svc_config_t_LDADD = lib/libcommap.la
 tests_service_test_result_validate_t_SOURCES = \
 	tests/service/test_result_validate.c service/result_validate.c \
-	service/result_json.c service/result_read.c
+	service/result_json.c service/result_read.c \
+	service/result_validate_traffic.c
 tests_service_test_result_validate_t_CFLAGS = $(SERVICE_TEST_CFLAGS)
 tests_service_test_result_validate_t_LDADD = lib/libcommap.la \
 	$(JANSSON_LIBS) -lm
@@ -44,7 +46,8 @@ tests_service_test_result_validate_t_LDADD = lib/libcommap.la \
 tests_service_test_svc_models_t_SOURCES = tests/service/test_svc_models.c \
 	service/svc_model_merge.c service/svc_model_scan.c \
 	service/svc_model_key.c service/svc_model_sparse.c \
-	service/result_validate.c service/result_json.c service/result_read.c
+	service/result_validate.c service/result_json.c service/result_read.c \
+	service/result_validate_traffic.c
 tests_service_test_svc_models_t_CFLAGS = $(SERVICE_TEST_CFLAGS)
 tests_service_test_svc_models_t_LDADD = lib/libcommap.la \
 	$(JANSSON_LIBS) -lm
@@ -88,6 +91,7 @@ tests_service_test_svc_db_t_SOURCES = tests/service/test_svc_db.c \
 	service/svc_db.c service/svc_db_list.c service/result_validate.c \
 	service/svc_db_read.c service/svc_db_pool.c service/svc_db_internal.h \
 	service/result_json.c service/result_read.c \
+	service/result_validate_traffic.c \
 	service/svc_retention.c
 nodist_tests_service_test_svc_db_t_SOURCES = service/sql_migrations.c
 tests_service_test_svc_db_t_CFLAGS = $(SERVICE_TEST_CFLAGS) \
@@ -148,7 +152,8 @@ check_PROGRAMS += $(SERVICE_FUZZ_TESTS)
 TESTS += $(SERVICE_FUZZ_TESTS)
 tests_fuzz_fuzz_result_upload_t_SOURCES = tests/fuzz/fuzz_result_upload.c \
 	tests/fuzz/standalone_driver.c service/result_validate.c \
-	service/result_json.c service/result_read.c
+	service/result_json.c service/result_read.c \
+	service/result_validate_traffic.c
 tests_fuzz_fuzz_result_upload_t_CPPFLAGS = $(AM_CPPFLAGS) \
 	-I$(top_srcdir)/service -DFUZZ_TARGET='"result_upload"'
 tests_fuzz_fuzz_result_upload_t_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)

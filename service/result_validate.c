@@ -726,7 +726,8 @@ int svc_result_validate_doc(const struct jv *doc,
 	    validate_edges(doc, &tmp, err) < 0 ||
 	    validate_timeline(doc, &tmp, err) < 0 ||
 	    validate_migrations(doc, &tmp, err) < 0 ||
-	    validate_stats(doc, err) < 0)
+	    validate_stats(doc, err) < 0 ||
+	    svc_result_validate_traffic(doc, err) < 0)
 		goto fail;
 	summarize(doc, &tmp);
 	if (id)

@@ -25,6 +25,9 @@
 /* Limits on one document, far above a real node (a few hundred threads). */
 #define SVC_RESULT_THREADS_MAX 65536
 #define SVC_RESULT_LIST_MAX (1 << 22)	/* edges, timeline, migrations */
+/* rank_traffic: ranks below 2^20, at most 2^20 pairs from one node. */
+#define SVC_TRAFFIC_RANK_MAX (1 << 20)
+#define SVC_TRAFFIC_PAIRS_MAX (1 << 20)
 
 /* The indexed fields of a valid result.  Strings point into the document
  * and live as long as it does. */

@@ -3,7 +3,8 @@
  *
  *  result_json.c      a strict JSON parser into an arena of nodes
  *  result_validate.c  the checks of a commap-result v1 document
- *  result_read.c      the entry points (result_validate.h) */
+ *  result_read.c      the entry points (result_validate.h)
+ *  result_validate_traffic.c  the checks of rank_traffic */
 #ifndef COMMAP_RESULT_VALIDATE_INTERNAL_H
 #define COMMAP_RESULT_VALIDATE_INTERNAL_H
 
@@ -65,5 +66,9 @@ struct svc_result_parsed *svc_result_parse_text(const char *body,
  * naming the field (result_validate.c). */
 int svc_result_validate_doc(const struct jv *doc,
 			    struct svc_result_ident *id, struct cm_error *err);
+
+/* The optional rank_traffic of a document: 0, or -1 with err naming the
+ * field (result_validate_traffic.c). */
+int svc_result_validate_traffic(const struct jv *doc, struct cm_error *err);
 
 #endif

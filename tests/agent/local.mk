@@ -36,14 +36,16 @@ tests_agent_test_progress_guard_t_CFLAGS = $(AGENT_UNIT_CFLAGS)
 tests_agent_test_progress_guard_t_LDADD = $(AGENT_UNIT_LDADD)
 # The result is checked with the service's own validator (pure code).
 tests_agent_test_agent_result_t_SOURCES = tests/agent/test_agent_result.c \
-	service/result_validate.c service/result_json.c service/result_read.c
+	service/result_validate.c service/result_json.c service/result_read.c \
+	service/result_validate_traffic.c
 tests_agent_test_agent_result_t_CFLAGS = $(AGENT_UNIT_CFLAGS) \
 	-I$(top_srcdir)/service
 tests_agent_test_agent_result_t_LDADD = $(AGENT_UNIT_LDADD)
 
 tests_agent_test_ompi_monitoring_t_SOURCES = \
 	tests/agent/test_ompi_monitoring.c service/result_validate.c \
-	service/result_json.c service/result_read.c
+	service/result_json.c service/result_read.c \
+	service/result_validate_traffic.c
 tests_agent_test_ompi_monitoring_t_CFLAGS = $(AGENT_UNIT_CFLAGS) \
 	-I$(top_srcdir)/service
 tests_agent_test_ompi_monitoring_t_LDADD = $(AGENT_UNIT_LDADD)

@@ -31,7 +31,7 @@ fuzz_map_weights)
 	;;
 fuzz_result_upload)
 	lib="$lib service/result_validate.c lib/placement_check.c"
-	lib="$lib service/result_json.c service/result_read.c"
+	lib="$lib service/result_json.c service/result_read.c service/result_validate_traffic.c"
 	lib="$lib lib/placement_result.c"; inc="$inc -I$top/service" ;;
 fuzz_spank_config) lib="lib/error.c spank/spank_config.c"; inc="$inc -I$top/spank" ;;
 fuzz_svc_config) lib="lib/error.c service/svc_config.c"; inc="$inc -I$top/service" ;;

@@ -28,6 +28,8 @@ static const char valid_doc[] =
 	" \"migrations\": [{\"t\": 0.2, \"thread\": 1, \"from\": 3, \"to\": 1}],"
 	" \"stats\": {\"samples\": 19960, \"lost\": 0, \"mapping_ms\": 0.8,"
 	"  \"future_counter\": \"x\"},"
+	" \"rank_traffic\": {\"source\": \"ompi-monitoring\", \"ranks\": [0, 1],"
+	"  \"pairs\": [[0, 1, 4096, 2], [1, 0, 100, 1], [0, 5, 0, 0]]},"
 	" \"unknown_extra\": {\"ignored\": true}}";
 
 /* Set (or delete, value NULL) the member at a dotted path such as
@@ -109,6 +111,19 @@ static const struct edit edits[] = {
 	{ "stats", NULL, "stats: missing" },
 	{ "stats.samples", "-1", "stats.samples: is negative" },
 	{ "stats.lost", "\"0\"", "stats.lost: expected a number" },
+	{ "rank_traffic", "[]", "rank_traffic: expected an object" },
+	{ "rank_traffic.source", "\"\"", "rank_traffic.source: expected a name" },
+	{ "rank_traffic.ranks", NULL, "rank_traffic.ranks: expected an array" },
+	{ "rank_traffic.pairs", "{}", "rank_traffic.pairs: expected an array" },
+	{ "rank_traffic.ranks.1", "1048576", "rank_traffic.ranks[1]: expected a rank in [0, 1048576)" },
+	{ "rank_traffic.ranks.1", "0", "rank_traffic.ranks: rank 0 twice" },
+	{ "rank_traffic.ranks", "[]", "rank_traffic.pairs: 3 pairs for 0 ranks" },
+	{ "rank_traffic.pairs.0", "[0, 1, 2]", "rank_traffic.pairs[0]: expected [src, dst, bytes, messages]" },
+	{ "rank_traffic.pairs.0.0", "7", "rank_traffic.pairs[0][0]: not one of rank_traffic.ranks" },
+	{ "rank_traffic.pairs.0.1", "-1", "rank_traffic.pairs[0][1]: expected a rank" },
+	{ "rank_traffic.pairs.0.2", "-5", "rank_traffic.pairs[0][2]: expected an integer >= 0" },
+	{ "rank_traffic.pairs.0.3", "1.5", "rank_traffic.pairs[0][3]: expected an integer >= 0" },
+	{ "rank_traffic.pairs.2", "[0, 1, 1, 1]", "rank_traffic.pairs: (0, 1) twice" },
 };
 
 static json_t *load_valid(void)
