@@ -27,7 +27,8 @@ SERVICE_CORE = \
 SERVICE_UNIT_TESTS = \
 	tests/service/test_svc_config.t \
 	tests/service/test_result_validate.t \
-	tests/service/test_svc_models.t
+	tests/service/test_svc_models.t \
+	tests/service/test_svc_model_ranks.t
 check_PROGRAMS += $(SERVICE_UNIT_TESTS)
 TESTS += $(SERVICE_UNIT_TESTS)
 SERVICE_TEST_CFLAGS = $(SERVICE_CFLAGS) -I$(top_srcdir)/tests/unit
@@ -51,6 +52,12 @@ tests_service_test_svc_models_t_SOURCES = tests/service/test_svc_models.c \
 tests_service_test_svc_models_t_CFLAGS = $(SERVICE_TEST_CFLAGS)
 tests_service_test_svc_models_t_LDADD = lib/libcommap.la \
 	$(JANSSON_LIBS) -lm
+# The rank matrix across nodes from node results (pure).
+tests_service_test_svc_model_ranks_t_SOURCES = \
+	tests/service/test_svc_model_ranks.c service/svc_model_ranks.c
+tests_service_test_svc_model_ranks_t_CFLAGS = $(SERVICE_TEST_CFLAGS)
+tests_service_test_svc_model_ranks_t_LDADD = lib/libcommap.la \
+	$(JANSSON_LIBS) -lm
 
 if HAVE_SERVICE
 sbin_PROGRAMS += service/commap-service
@@ -73,6 +80,8 @@ service_commap_service_SOURCES = $(SERVICE_CORE) \
 	service/svc_model_internal.h service/svc_model_scan.c \
 	service/svc_model_key.c service/svc_model_sparse.c \
 	service/svc_model_worker.c service/svc_model_quarantine.c \
+	service/svc_model_ranks.h service/svc_model_ranks.c \
+	service/svc_model_ranks_api.c \
 	service/svc_retention.h service/svc_retention.c
 nodist_service_commap_service_SOURCES = service/sql_migrations.c
 service_commap_service_CFLAGS = $(SERVICE_CFLAGS) $(MHD_CFLAGS) \
@@ -111,6 +120,7 @@ SERVICE_INTEGRATION_TESTS = \
 	tests/service/t0625-web-login.sh \
 	tests/service/t0630-chromium.sh \
 	tests/service/t0660-models.sh \
+	tests/service/t0665-model-ranks.sh \
 	tests/service/t0670-retention.sh \
 	tests/service/t0680-hostile-clients.sh \
 	tests/service/t0685-reused-job-ids.sh \
@@ -139,6 +149,7 @@ EXTRA_DIST += tests/service/t0600-service-api.sh \
 	tests/service/web-check.py tests/service/layout-check.js tests/bench/service/run-service.sh \
 	tests/bench/service/run-flood.sh tests/bench/service/run-list-sort.sh \
 	tests/service/t0660-models.sh tests/service/t0670-retention.sh \
+	tests/service/t0665-model-ranks.sh \
 	tests/service/t0680-hostile-clients.sh tests/service/conn-flood.py \
 	tests/service/t0685-reused-job-ids.sh \
 	tests/service/t0690-model-quarantine.sh \

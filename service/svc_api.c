@@ -10,6 +10,7 @@
 #include "svc_api.h"
 #include "svc_log.h"
 #include "svc_metrics.h"
+#include "svc_model_ranks.h"
 #include "svc_models.h"
 
 #define LIST_LIMIT_DEFAULT 100
@@ -527,6 +528,8 @@ void svc_api_handle(const struct svc_api *api,
 	} else if (strncmp(p, "/v1/jobs/", 9) == 0) {
 		if (method_is(rq, "GET", rs))
 			get_job(api, rq, p + 9, rs);
+	} else if (svc_model_ranks_route(api, rq, rs)) {
+		/* answered: the rank matrix across nodes */
 	} else if (strcmp(p, "/v1/models") == 0 ||
 		   strncmp(p, "/v1/models/", 11) == 0) {
 		svc_models_handle(api, rq, p + 10, rs);
