@@ -10,6 +10,7 @@
 
 #include "remote_nodes.h"
 #include "render.h"
+#include "render_traffic.h"
 
 #define NODE_W 16
 
@@ -88,8 +89,13 @@ int remote_nodes_summary(FILE *out, const json_t *job)
 	fprintf(out, "  %-*s %-6s %5lld %7lld %5lld %5lld\n", NODE_W, "total",
 		"", ranks, threads, edges, migr);
 	/* Each node's agent sees only its own node's threads: messages
-	 * between nodes go over the network and are in no matrix. */
-	fputs("Each node's matrix and mapping follow; traffic between nodes "
-	      "is not measured.\n", out);
+	 * between nodes go over the network and are in no matrix.  Only
+	 * the MPI library's counts (--commap-mpi-traffic) cover them. */
+	if (cm_traffic_job_text(out, job) > 0)
+		fputs("Each node's matrix and mapping follow.\n", out);
+	else
+		fputs("Each node's matrix and mapping follow; traffic between "
+		      "nodes is not measured (srun --commap-mpi-traffic "
+		      "counts it for Open MPI).\n", out);
 	return ferror(out) ? -1 : 1;
 }

@@ -15,7 +15,8 @@ report_librender_la_SOURCES = \
 	report/render_outcome.c \
 	report/render_benefit.c \
 	report/render_lists.c \
-	report/render_compare.c
+	report/render_compare.c \
+	report/render_traffic.h report/render_traffic.c
 report_librender_la_CPPFLAGS = $(AM_CPPFLAGS) $(REPORT_CPPFLAGS)
 report_librender_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 report_librender_la_LIBADD = lib/libcommap.la $(JANSSON_LIBS) -lm

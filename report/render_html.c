@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "render_internal.h"
+#include "render_traffic.h"
 
 const char rd_css[] =
 	"body{font-family:sans-serif;margin:1em 2em;color:#222;"
@@ -572,6 +573,8 @@ int cm_render_job_html(FILE *out, const json_t *doc,
 			snprintf(title, sizeof(title), "Job");
 		rd_page_head(out, o, title, NULL);
 		job_summary(out, doc, o);
+		if (cm_traffic_job_html(out, doc) < 0)
+			return cm_errorf(err, EIO, "write error");
 		if (json_array_size(results) == 0)
 			fputs("<p class=\"muted\">no results</p>\n", out);
 		for (i = 0; i < json_array_size(results); i++) {

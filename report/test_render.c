@@ -576,8 +576,43 @@ static void test_topology_tids(void)
 	json_decref(doc);
 }
 
+/* The job page's ranks across nodes: two nodes' rank_traffic, node names
+ * escaped, the bytes within and between nodes, the pairs and the matrix. */
+static void test_traffic_page(void)
+{
+	json_t *job = json_loads(
+		"{\"job\": 9, \"results\": ["
+		"{\"step\": 0, \"node\": \"a<1>\", \"document\": {"
+		"\"rank_traffic\": {\"source\": \"ompi-monitoring\", "
+		"\"ranks\": [0, 1], \"pairs\": [[0, 1, 10, 1], [1, 2, 4000, 2]]}}},"
+		"{\"step\": 0, \"node\": \"b\", \"document\": {"
+		"\"rank_traffic\": {\"source\": \"ompi-monitoring\", "
+		"\"ranks\": [2], \"pairs\": [[2, 0, 6000, 3]]}}}]}", 0, NULL);
+	char *buf = NULL;
+	int rc;
+
+	RENDER(buf, cm_render_job_html(f_, job, NULL, NULL));
+	(void)rc;	/* the partial documents are not results */
+	ok(strstr(buf, "<h2>MPI ranks across nodes, step 0</h2>") != NULL,
+	   "the job page has the ranks across nodes");
+	ok(strstr(buf, "<th>bytes within nodes</th><td>10 (0.1%)</td>") &&
+	   strstr(buf, "<th>bytes between nodes</th><td>10000 (99.9%)</td>") &&
+	   strstr(buf, "<td>10010 in 6 messages</td>"),
+	   "bytes within and between nodes, the total");
+	ok(strstr(buf, "<td>a&lt;1&gt;</td><td>2</td><td>10</td><td>4000</td>"
+		   "<td>6000</td>") && !strstr(buf, "a<1>"),
+	   "per node, the name escaped");
+	ok(strstr(buf, "<tr><td>0, 2</td><td>a&lt;1&gt;, b</td><td>6000</td>") &&
+	   strstr(buf, "<tr><td>1, 2</td>"), "the heaviest pairs across nodes");
+	ok(count(buf, "class=\"cross\"") == 2, "the matrix marks the two "
+	   "cells across nodes");
+	free(buf);
+	json_decref(job);
+}
+
 int main(void)
 {
+	test_traffic_page();
 	test_topology_tids();
 	test_migration_axis();
 	test_heatmap_order();

@@ -136,9 +136,61 @@ static void test_odd_rows(void)
 	free(out);
 }
 
+/* A ring of 6 ranks, 2 per node, and rank 0 sending to rank 9 of a node
+ * without a result; step 1 without rank_traffic. */
+#define TRAFFIC_ROW(node, ranks, pairs) \
+	"{\"step\": 0, \"node\": \"" node "\", \"ranks\": 2, " \
+	"\"document\": {\"rank_traffic\": {\"source\": " \
+	"\"ompi-monitoring\", \"ranks\": " ranks ", \"pairs\": " pairs "}}}"
+static const char *ring =
+	"{\"job\": 50, \"results\": ["
+	TRAFFIC_ROW("n1", "[0, 1]", "[[0, 1, 100, 1], [1, 2, 200, 2], "
+		    "[0, 9, 7, 1], [1, 0, 0, 0]]") ","
+	TRAFFIC_ROW("n2", "[2, 3]", "[[2, 3, 100, 1], [3, 4, 300, 3]]") ","
+	TRAFFIC_ROW("n3", "[4, 5]", "[[4, 5, 100, 1], [5, 0, 50, 1], "
+		    "[5, 0, \"x\", 1], [\"4\", 0, 1, 1]]") ","
+	"{\"step\": 1, \"node\": \"n1\", \"document\": {}}]}";
+
+static void test_traffic(void)
+{
+	char *out;
+	int rc = summary(ring, &out);
+
+	is_int(rc, 1, "ring: printed");
+	ok(out && has_line(out, "MPI ranks across nodes, step 0 "
+			   "(ompi-monitoring): 6 ranks on 3 nodes"),
+	   "the traffic's heading: step, source, ranks, nodes");
+	ok(out && has_line(out, "bytes within nodes: 300 (35.0%)"),
+	   "bytes within nodes: the three pairs inside a node");
+	ok(out && has_line(out, "bytes between nodes: 550 (64.2%)"),
+	   "bytes between nodes: 1->2, 3->4, 5->0");
+	ok(out && has_line(out, "bytes to ranks of nodes without a result: 7"),
+	   "bytes to a rank no result names");
+	ok(out && has_line(out, "bytes total: 857 in 10 messages"),
+	   "the totals (malformed pairs left out)");
+	ok(out && has_line(out, "n1 2 100 200 50") &&
+	   has_line(out, "n2 2 100 300 200") && has_line(out, "n3 2 100 50 300"),
+	   "per node: ranks, within, to and from the others");
+	ok(out && has_line(out, "ranks 3 and 4 (n2, n3): 300") &&
+	   strstr(out, "ranks 3 and 4") < strstr(out, "ranks 1 and 2 (n1, n2): "
+						    "200") &&
+	   strstr(out, "ranks 1 and 2") < strstr(out, "ranks 0 and 5 (n1, n3): "
+						    "50"),
+	   "the heaviest pairs across nodes, heaviest first");
+	ok(out && has_line(out, "FROM\\TO 0 1 2 3 4 5") &&
+	   has_line(out, "0 . 100 . . . . n1") &&
+	   has_line(out, "5 50 . . . . . n3"),
+	   "the matrix of the ranks with a node, by node");
+	ok(out && !strstr(out, "not measured"), "no 'not measured' line");
+	if (out && tap_failed_)
+		diag("output:\n%s", out);
+	free(out);
+}
+
 int main(void)
 {
 	test_three_nodes();
+	test_traffic();
 	test_one_node();
 	test_odd_rows();
 	return done_testing();
