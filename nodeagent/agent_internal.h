@@ -25,6 +25,7 @@
 #include "placement.h"
 #include "progress_guard.h"
 #include "proc_track.h"
+#include "remap_decide.h"
 #include "remap_policy.h"
 
 #define MAX_POLLFDS 256
@@ -60,9 +61,7 @@ struct agent {
 	int *cur_os;			/* per tracker thread: OS PU, -1 */
 	double *cpu_s;			/* per tracker thread */
 	int cap;
-	int *partner;
-	int npartner;
-	int interval_ms;
+	struct cm_decide dec;		/* the dynamic decisions' state */
 	uint64_t t0_ns, next_scan_ns, next_interval_ns;
 	/* The time of the interval end or checkpoint being handled (0:
 	 * none): its decisions, aging and timeline entries all use it, as
@@ -70,7 +69,6 @@ struct agent {
 	 * same. */
 	uint64_t decide_ns;
 	uint64_t next_checkpoint_ns;	/* inside a long interval */
-	uint64_t last_aged_ns;		/* app clock: the live matrix aged */
 	/* The step's progress clock (cm_remap_progress, from t0_ns): its
 	 * value, the wall time it was read, its credit, each tracker
 	 * thread's CPU seconds then (-1 unread); the interval's start
@@ -110,24 +108,10 @@ struct agent {
 	char *cred;			/* munge credential made at start */
 	uint64_t cred_ns;
 	int disagree;			/* intervals detection disagreed */
-	int recheck;			/* remap_policy.h: intervals left */
-	/* the placement before the last complete remap (OS PU per tracker
-	 * thread, nundo of them), which an undo would return to */
-	int *undo_os;
-	int nundo;
-	int undos;			/* undos in a row */
-	uint64_t last_full_ns;
 	uint64_t last_new_thread_ns, last_task_line_ns;
-	/* the progress guard (progress_guard.h): schedstat snapshots per
-	 * tracker thread (-1 unread), the last one and the one at the
-	 * mapping being judged, the placement before it (OS PUs) */
-	double *g_cpu, *g_wait, *g_cpu_a, *g_wait_a;
-	int g_cap;
-	uint64_t g_snap_ns, g_apply_ns, g_hold_until_ns;
-	int g_pending, g_have_before, g_undos;
-	struct cm_progress g_before;
-	int *g_prev_os;
-	int g_nprev;
+	/* the progress guard (remap_decide.h): schedstat snapshots per
+	 * tracker thread, the placement before the mapping judged */
+	struct cm_decide_guard g;
 };
 
 /* ---- time --------------------------------------------------------- */
@@ -179,18 +163,15 @@ void ag_guard_poll(struct agent *a);
 /* Static mode: map the file once; pin threads seen since the last call. */
 int ag_static_prepare(struct agent *a, struct cm_error *err);
 void ag_static_apply_new(struct agent *a);
-/* Dynamic mode: the mapped set; its current PUs (the number unplaced);
- * the co-location correction of this interval's events; the remap; the
- * partner filter. */
-int ag_live_set_build(struct agent *a, struct cm_place_set *s);
+/* Dynamic mode: the current PUs of a set (the number unplaced); the
+ * co-location correction of this interval's events; the remap at an
+ * interval's end (remap_decide.h) applied. */
 int ag_current_pus(struct agent *a, const struct cm_place_set *s, int *pu);
 void ag_correct_colocation(struct agent *a);
 /* The share of the events of pairs pinned near each other that sampling
  * sees (CM_REMAP_NEAR_SEEN under real pinning in CPU time, else 1). */
 double ag_near_seen(const struct agent *a);
-enum cm_remap_plan_kind ag_remap(struct agent *a, const struct cm_place_set *s,
-				 const struct cm_matrix *sub, const char *why);
-int ag_partners_compare(struct agent *a, int keep);
+void ag_remap(struct agent *a);
 
 /* ---- agent_loop.c ------------------------------------------------- */
 

@@ -130,15 +130,12 @@ void ag_app_clock(struct agent *a, uint64_t now)
  * it would at full speed, in its own CPU time. */
 void ag_age_live(struct agent *a)
 {
-	int ms = (int)((a->app_ns - a->last_aged_ns) / 1000000u);
-
-	cm_matrix_age(a->live, cm_remap_aging(a->o->alpha, ms));
-	a->last_aged_ns = a->app_ns;
+	cm_decide_age(&a->dec, a->live, a->app_ns);
 }
 
 int ag_interval_due(struct agent *a, uint64_t now)
 {
-	uint64_t want = (uint64_t)a->interval_ms * 1000000ull, done, next;
+	uint64_t want = (uint64_t)a->dec.interval_ms * 1000000ull, done, next;
 	uint64_t bound = a->interval_start_ns + INTERVAL_WALL_FACTOR * want;
 
 	if (a->end_early || a->mode != CM_AGENT_MODE_DYNAMIC || !a->col ||
@@ -172,7 +169,7 @@ void ag_checkpoint(struct agent *a)
 
 	if (a->mode != CM_AGENT_MODE_DYNAMIC || !a->topo ||
 	    (!a->pin_ok && !a->dry_run) || !a->fresh ||
-	    a->interval_ms <= CHECKPOINT_MIN_INTERVAL_MS)
+	    a->dec.interval_ms <= CHECKPOINT_MIN_INTERVAL_MS)
 		return;
 	a->decide_ns = now_ns();
 	ag_app_clock(a, a->decide_ns);
@@ -180,12 +177,13 @@ void ag_checkpoint(struct agent *a)
 	ag_age_live(a);
 	fold_fresh(a);
 	a->decide_ns = 0;
-	changed = ag_partners_compare(a, 0);
+	changed = cm_decide_partners(&a->dec, a->live,
+				     cm_tracker_nthreads(a->tr), 0);
 	/* A change seen but not yet worth a remap (recheck) is looked at
 	 * again at each checkpoint, not a long interval later. */
-	if (changed >= CM_REMAP_PARTNER_THRESHOLD || a->recheck > 0) {
+	if (changed >= CM_REMAP_PARTNER_THRESHOLD || a->dec.recheck > 0) {
 		agent_debug("checkpoint: %d partners changed%s, interval ended "
-			    "early", changed, a->recheck > 0 ? " (recheck)" :
+			    "early", changed, a->dec.recheck > 0 ? " (recheck)" :
 			    "");
 		a->next_interval_ns = now_ns();
 		a->end_early = 1;
@@ -212,19 +210,12 @@ static void record_interval(struct agent *a)
 		if (!th->alive)
 			cm_record_exit(a->rec, i);
 	}
-	cm_record_clock(a->rec, a->decide_ns, a->interval_ms, a->app_ns);
+	cm_record_clock(a->rec, a->decide_ns, a->dec.interval_ms, a->app_ns);
 }
 
 /* End of an interval: merge, decide, map, age. */
 static void interval_decide(struct agent *a)
 {
-	struct cm_remap_input in = { .interval_ms = a->interval_ms,
-				     .partner_threshold =
-					CM_REMAP_PARTNER_THRESHOLD };
-	struct cm_remap_decision d;
-	struct cm_place_set s = { 0 };
-	struct cm_matrix *sub = NULL;
-
 	a->res.stats.intervals++;
 	fold_fresh(a);
 	ag_read_thread_cpu(a);
@@ -243,39 +234,12 @@ static void interval_decide(struct agent *a)
 	if (a->mode != CM_AGENT_MODE_DYNAMIC || !a->topo ||
 	    (!a->pin_ok && !a->dry_run) || !a->fresh)
 		return;
-	in.partners_changed = ag_partners_compare(a, 1);
-	if (ag_live_set_build(a, &s) < 0)
-		goto out;
-	sub = cm_place_sub_matrix(a->live, &s);
-	if (!sub)
-		goto out;
-	in.comm_total = cm_matrix_total(sub);
-	in.have_mapping = a->res.ntimeline > 0;
-	for (int k = 0; k < s.n; k++)
-		in.unplaced += a->cur_os[s.idx[k]] < 0;
-	in.recheck = a->recheck;
-	cm_remap_decide(&in, &d);
-	agent_debug("interval %d ms: %d partners changed, %d unplaced: %s",
-		    a->interval_ms, in.partners_changed, in.unplaced,
-		    d.reason);
-	if (d.pattern_changed) {
-		a->recheck = CM_REMAP_RECHECK_INTERVALS;
-		/* a new phase: sample fast again (sample_rate.h) */
-		cm_collect_relearn(a->col, a->fresh, NULL);
-	} else if (a->recheck > 0)
-		a->recheck--;
-	if (d.compute && !ag_guard_holding(a) &&
-	    ag_remap(a, &s, sub, d.reason) == CM_REMAP_FULL)
-		a->recheck = 0;
+	ag_remap(a);
 	/* the progress guard's window before the next mapping starts now */
 	ag_guard_mark(a);
-	a->interval_ms = d.next_interval_ms;
 	/* LHMapping §3.4.1: age after each grouping computation (for the
 	 * time since the last aging: checkpoints age too). */
 	ag_age_live(a);
-out:
-	cm_matrix_free(sub);
-	cm_place_set_free(&s);
 }
 
 /* One time for the whole interval end: recorded, then decided on. */

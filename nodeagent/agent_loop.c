@@ -644,7 +644,7 @@ static void loop(struct agent *a)
 			now = now_ns();
 			a->interval_start_ns = now;
 			a->next_interval_ns = now +
-				(uint64_t)a->interval_ms * 1000000ull;
+				(uint64_t)a->dec.interval_ms * 1000000ull;
 			a->next_checkpoint_ns = now + CHECKPOINT_NS;
 		}
 	}
@@ -680,12 +680,12 @@ static int setup(struct agent *a, const struct cm_agent_opts *o)
 	a->o = o;
 	a->mode = o->mode;
 	a->pin_ok = 1;
-	a->interval_ms = CM_REMAP_INTERVAL_MS_START;
 	a->t0_ns = now_ns();
+	cm_decide_init(&a->dec, NULL, o->alpha, o->gain, a->t0_ns);
 	a->next_scan_ns = a->t0_ns;
-	a->next_interval_ns = a->t0_ns + (uint64_t)a->interval_ms * 1000000u;
+	a->next_interval_ns = a->t0_ns +
+			      (uint64_t)a->dec.interval_ms * 1000000u;
 	a->next_checkpoint_ns = a->t0_ns + CHECKPOINT_NS;
-	a->last_aged_ns = a->t0_ns;
 	a->app_ns = a->app_read_ns = a->interval_app_ns = a->t0_ns;
 	a->interval_start_ns = a->t0_ns;
 	cm_agent_result_init(&a->res);
@@ -763,13 +763,8 @@ static void teardown(struct agent *a)
 	free(a->cur_os);
 	free(a->cpu_s);
 	free(a->app_cpu);
-	free(a->g_cpu);
-	free(a->g_wait);
-	free(a->g_cpu_a);
-	free(a->g_wait_a);
-	free(a->g_prev_os);
-	free(a->partner);
-	free(a->undo_os);
+	cm_decide_guard_free(&a->g);
+	cm_decide_free(&a->dec);
 	if (a->static_os != a->st.os_pu)
 		free(a->static_os);
 	agent_static_free(&a->st);

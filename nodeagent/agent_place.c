@@ -82,31 +82,18 @@ static int *alive_flags(struct agent *a)
 	return alive;
 }
 
-/* Record the step's placement: exited threads leave it at once (-1), and
- * the live count goes with it, so that the placement invariant
- * (commap/placement_check.h) can be checked from the result alone. */
+/* Record the step's placement in the timeline (remap_decide.h). */
 struct cm_result_mapping *ag_record_mapping(struct agent *a, double cost,
-						const char *why)
+					    const char *why)
 {
-	int n = cm_tracker_nthreads(a->tr), live = 0;
-	int *os = malloc((size_t)(n ? n : 1) * sizeof(int));
+	int *alive = alive_flags(a);
+	struct cm_result_mapping *e = alive ?
+		cm_decide_timeline_add(&a->res, ag_elapsed_s(a),
+				       cm_tracker_nthreads(a->tr), alive,
+				       a->cur_os, cost, why) : NULL;
 
-	if (!os)
-		return NULL;
-	for (int i = 0; i < n; i++) {
-		int alive = cm_tracker_thread(a->tr, i)->alive;
-
-		os[i] = alive ? a->cur_os[i] : -1;
-		live += alive;
-	}
-	if (cm_agent_result_add_mapping(&a->res, ag_elapsed_s(a), os, n, cost,
-					why) < 0) {
-		free(os);
-		return NULL;
-	}
-	free(os);
-	a->res.timeline[a->res.ntimeline - 1].live = live;
-	return &a->res.timeline[a->res.ntimeline - 1];
+	free(alive);
+	return e;
 }
 
 /* PU index of every thread of the step (-1: not pinned, or exited). */
@@ -122,26 +109,7 @@ static int *thread_pus(struct agent *a)
 	return pu;
 }
 
-/* ---- the progress guard (progress_guard.h) ------------------------- */
-
-static int guard_grow(struct agent *a, int n)
-{
-	double **arr[] = { &a->g_cpu, &a->g_wait, &a->g_cpu_a, &a->g_wait_a };
-
-	if (n <= a->g_cap)
-		return 0;
-	for (size_t k = 0; k < sizeof(arr) / sizeof(arr[0]); k++) {
-		double *p = realloc(*arr[k], (size_t)n * sizeof(double));
-
-		if (!p)
-			return -1;
-		*arr[k] = p;
-		for (int i = a->g_cap; i < n; i++)
-			p[i] = -1;
-	}
-	a->g_cap = n;
-	return 0;
-}
+/* ---- the progress guard (remap_decide.h) -------------------------- */
 
 /* Read every live thread's schedstat (bounded: one small read each),
  * recorded (record.h) as the snapshot of kind at time t. */
@@ -150,7 +118,7 @@ static void guard_snapshot(struct agent *a, double *cpu, double *wait,
 {
 	int n = cm_tracker_nthreads(a->tr);
 
-	for (int i = 0; i < n && i < a->g_cap; i++) {
+	for (int i = 0; i < n && i < a->g.cap; i++) {
 		const struct cm_tracked_thread *th = cm_tracker_thread(a->tr,
 								       i);
 
@@ -160,58 +128,42 @@ static void guard_snapshot(struct agent *a, double *cpu, double *wait,
 				th->tid, &cpu[i], &wait[i]) < 0)
 			cpu[i] = wait[i] = -1;
 	}
-	cm_record_snapshot(a->rec, kind, t, n < a->g_cap ? n : a->g_cap, cpu,
+	cm_record_snapshot(a->rec, kind, t, n < a->g.cap ? n : a->g.cap, cpu,
 			   wait);
 }
 
-static int guard_on(const struct agent *a)
+/* The guard watches real pins only; room for every thread's readings. */
+static int guard_ready(struct agent *a)
 {
-	return !a->dry_run && a->pin_ok && a->topo && a->tr;
+	return !a->dry_run && a->pin_ok && a->topo && a->tr &&
+	       cm_decide_guard_grow(&a->g, cm_tracker_nthreads(a->tr)) == 0;
 }
 
 /* The window before the next mapping starts here (interval ends). */
 void ag_guard_mark(struct agent *a)
 {
-	if (!guard_on(a) || a->g_pending ||
-	    guard_grow(a, cm_tracker_nthreads(a->tr)) < 0)
+	if (a->g.pending || !guard_ready(a))
 		return;
-	a->g_snap_ns = ag_now(a);
-	guard_snapshot(a, a->g_cpu, a->g_wait, 'm', a->g_snap_ns);
+	a->g.snap_ns = ag_now(a);
+	guard_snapshot(a, a->g.cpu, a->g.wait, 'm', a->g.snap_ns);
 }
 
 int ag_guard_holding(const struct agent *a)
 {
-	return a->g_hold_until_ns && ag_now(a) < a->g_hold_until_ns;
+	return cm_decide_guard_holding(&a->g, ag_now(a));
 }
 
-/* A mapping is about to be applied: remember the placement it leaves and
- * the step's progress until now; a mapping while one is being judged
- * restarts the window after it (the placement to return to stays). */
+/* A mapping is about to be applied: the placement it leaves and the
+ * step's progress until now. */
 static void guard_before_apply(struct agent *a)
 {
 	int n = cm_tracker_nthreads(a->tr);
 	uint64_t now = ag_now(a);
 
-	if (!guard_on(a) || guard_grow(a, n) < 0)
+	if (!guard_ready(a))
 		return;
-	guard_snapshot(a, a->g_cpu_a, a->g_wait_a, 'a', now);
-	a->g_apply_ns = now;
-	if (a->g_pending)
-		return;
-	free(a->g_prev_os);
-	a->g_prev_os = malloc((size_t)(n ? n : 1) * sizeof(int));
-	if (!a->g_prev_os)
-		return;
-	memcpy(a->g_prev_os, a->cur_os, (size_t)n * sizeof(int));
-	a->g_nprev = n;
-	a->g_have_before = a->g_snap_ns && (now - a->g_snap_ns) / 1000000u >=
-					    CM_GUARD_MIN_BEFORE_MS &&
-			   cm_guard_progress(n, a->g_cpu, a->g_wait,
-					     a->g_cpu_a, a->g_wait_a,
-					     (double)(now - a->g_snap_ns) / 1e9,
-					     &a->g_before) == 0 &&
-			   a->g_before.busy > 0;
-	a->g_pending = 1;
+	guard_snapshot(a, a->g.cpu_a, a->g.wait_a, 'a', now);
+	cm_decide_guard_applied(&a->g, now, n, a->cur_os, n);
 }
 
 /* Return tracker thread i to the allowed set (placed by the mapping the
@@ -236,7 +188,7 @@ static void guard_undo(struct agent *a, const char *why)
 	struct cm_result_mapping *e;
 
 	for (int i = 0; i < n; i++) {
-		int prev = i < a->g_nprev ? a->g_prev_os[i] : -1;
+		int prev = i < a->g.nprev ? a->g.prev_os[i] : -1;
 
 		if (!cm_tracker_thread(a->tr, i)->alive || a->cur_os[i] == prev)
 			continue;
@@ -245,70 +197,40 @@ static void guard_undo(struct agent *a, const char *why)
 		else
 			unpin_thread(a, i);
 	}
-	a->g_undos++;
-	a->g_hold_until_ns = ag_now(a) + (uint64_t)(cm_guard_backoff_ms(
-						a->g_undos) * 1e6);
+	cm_decide_guard_undone(&a->g, ag_now(a));
 	a->res.guard_undone++;
 	agent_warn("progress guard: the last mapping made the step slower "
 		   "(%s): undone, no mapping for %.0f s", why,
-		   cm_guard_backoff_ms(a->g_undos) / 1e3);
+		   cm_guard_backoff_ms(a->g.undos) / 1e3);
 	if ((e = ag_record_mapping(a, -1, "guard-undo")))
 		snprintf(e->note, sizeof(e->note), "%s", why);
-}
-
-/* Does some PU hold more live threads than the placement invariant
- * allows (an explicit static mapping can)? */
-static int stacked(struct agent *a)
-{
-	int n = cm_tracker_nthreads(a->tr), live = 0, rc;
-	int *os = malloc((size_t)(n ? n : 1) * sizeof(int));
-
-	if (!os)
-		return 0;
-	for (int i = 0; i < n; i++) {
-		int alive = cm_tracker_thread(a->tr, i)->alive;
-
-		os[i] = alive ? a->cur_os[i] : -1;
-		live += alive;
-	}
-	rc = cm_placement_check(cm_topo_npus(a->topo), live, n, os, NULL) < 0;
-	free(os);
-	return rc;
 }
 
 /* The window after the mapping has passed: judge it, at one time
  * (decide_ns), recorded with the snapshot. */
 static void guard_judge(struct agent *a)
 {
-	struct cm_progress after, ref;
 	uint64_t now = ag_now(a);
-	int n = cm_tracker_nthreads(a->tr);
+	int n = cm_tracker_nthreads(a->tr), *alive, rc;
 	char why[160];
 
-	a->g_pending = 0;
-	if (!guard_on(a) || guard_grow(a, n) < 0)
+	a->g.pending = 0;
+	if (!guard_ready(a))
 		return;
-	guard_snapshot(a, a->g_cpu, a->g_wait, 'p', now);
-	a->g_snap_ns = now;
-	if (cm_guard_progress(n < a->g_cap ? n : a->g_cap, a->g_cpu_a,
-			      a->g_wait_a, a->g_cpu, a->g_wait,
-			      (double)(now - a->g_apply_ns) / 1e9, &after) < 0 ||
-	    after.threads == 0)
+	guard_snapshot(a, a->g.cpu, a->g.wait, 'p', now);
+	alive = alive_flags(a);
+	rc = cm_decide_guard_judge(&a->g, now, n, alive &&
+				   cm_decide_stacked(a->topo, n, alive,
+						     a->cur_os),
+				   cm_topo_npus(a->topo), why, sizeof(why));
+	free(alive);
+	if (rc < 0) {
+		agent_debug("progress guard: mapping not judged (no reading, "
+			    "or a first placement within the invariant)");
 		return;
-	if (a->g_have_before) {
-		ref = a->g_before;
-	} else if (!stacked(a)) {
-		/* Without a window before the mapping, the reference is a
-		 * model that ignores other jobs' load: it judges only a
-		 * placement that stacks threads beyond their share. */
-		agent_debug("progress guard: first placement within the "
-			    "invariant: kept");
-		return;
-	} else {
-		cm_guard_baseline(after.busy, cm_topo_npus(a->topo), &ref);
 	}
 	a->res.guard_checked++;
-	if (cm_guard_worse(&ref, &after, !a->g_have_before, why, sizeof(why)))
+	if (rc)
 		guard_undo(a, why);
 	else
 		agent_debug("progress guard: mapping kept (%s)", why);
@@ -317,7 +239,7 @@ static void guard_judge(struct agent *a)
 /* Every loop turn: judge the last mapping once its window has passed. */
 void ag_guard_poll(struct agent *a)
 {
-	if (!a->g_pending || (now_ns() - a->g_apply_ns) / 1000000u <
+	if (!a->g.pending || (now_ns() - a->g.apply_ns) / 1000000u <
 			     CM_GUARD_WINDOW_MS)
 		return;
 	a->decide_ns = now_ns();
@@ -468,19 +390,6 @@ out:
 
 /* ---- dynamic mapping ------------------------------------------------ */
 
-/* Live threads that communicate enough to be worth mapping
- * (cm_remap_thread_has_evidence): only they are mapped; the others are
- * left where they are, pinned or where the scheduler puts them. */
-int ag_live_set_build(struct agent *a, struct cm_place_set *s)
-{
-	int *alive = alive_flags(a);
-	int rc = alive ? cm_place_set_build(a->live, cm_tracker_nthreads(a->tr),
-					    alive, s) : -1;
-
-	free(alive);
-	return rc;
-}
-
 /* Current PU indices of the set; 0 if every thread is placed. */
 int ag_current_pus(struct agent *a, const struct cm_place_set *s, int *pu)
 {
@@ -498,41 +407,6 @@ static const char *plan_name(enum cm_remap_plan_kind k)
 {
 	return k == CM_REMAP_FULL ? "full" :
 	       k == CM_REMAP_INCREMENTAL ? "incremental" : "keep";
-}
-
-/* The set's placement before the last complete remap (PU indices), or
- * NULL when there is none. */
-static int *undo_placement(struct agent *a, const struct cm_place_set *s)
-{
-	int *u;
-
-	if (!a->undo_os || !(u = malloc((size_t)(s->n ? s->n : 1) *
-					sizeof(int))))
-		return NULL;
-	for (int k = 0; k < s->n; k++)
-		u[k] = s->idx[k] < a->nundo ?
-		       cm_topo_pu_by_os_index(a->topo, a->undo_os[s->idx[k]]) :
-		       -1;
-	return u;
-}
-
-/* A complete remap is about to be applied: remember what it leaves, and
- * whether it is itself an undo. */
-static void note_full_remap(struct agent *a, const struct cm_place_set *s,
-			    const int *undo, const int *pu)
-{
-	int n = cm_tracker_nthreads(a->tr);
-	int *os = malloc((size_t)(n ? n : 1) * sizeof(int));
-
-	if (!os)
-		return;
-	memcpy(os, a->cur_os, (size_t)n * sizeof(int));
-	free(a->undo_os);
-	a->undo_os = os;
-	a->nundo = n;
-	a->undos = undo && cm_remap_equivalent(a->topo, s->n, undo, pu) ?
-		   a->undos + 1 : 0;
-	a->last_full_ns = ag_now(a);
 }
 
 /* Are the weights observed under the threads' placement?  Only when the
@@ -555,145 +429,75 @@ double ag_near_seen(const struct agent *a)
  * were seen across cores. */
 void ag_correct_colocation(struct agent *a)
 {
-	int n = cm_matrix_nthreads(a->fresh);
-	int *pu;
-
-	if (ag_near_seen(a) >= 1 || n == 0)
-		return;
-	pu = malloc((size_t)n * sizeof(int));
-	if (!pu)
-		return;
-	for (int i = 0; i < n; i++)
-		pu[i] = i < a->cap && a->cur_os[i] >= 0 ?
-			cm_topo_pu_by_os_index(a->topo, a->cur_os[i]) : -1;
-	cm_remap_correct_near(a->topo, a->fresh, n, pu, ag_near_seen(a));
-	free(pu);
+	if (a->topo)
+		cm_decide_correct_colocation(a->topo, a->fresh, a->cur_os,
+					     a->cap, ag_near_seen(a));
 }
 
-/* Nothing of the step pinned yet, and nothing to gain by pinning it
- * (cm_place_worth_pinning): say why once, pin nothing. */
-static int nothing_to_gain(struct agent *a, const struct cm_place_set *s,
-			   const struct cm_matrix *sub, const int *target,
-			   const int *cur)
+/* What the decision says, for the agent's log. */
+static void log_decision(struct agent *a, const struct cm_decide_out *o)
 {
-	int n = cm_tracker_nthreads(a->tr);
-	int *spu = malloc((size_t)(s->n ? s->n : 1) * sizeof(int));
-	char why[256];
-	int worth;
+	const struct cm_remap_plan *p = &o->plan;
 
-	for (int i = 0; i < n; i++)
-		if (cur[i] >= 0) {
-			free(spu);
-			return 0;
-		}
-	for (int k = 0; spu && k < s->n; k++)
-		spu[k] = target[s->idx[k]];
-	/* The threads that compete for the PUs in a way a placement can
-	 * change are the communicating ones (the set): an idle helper (an
-	 * OpenMP runtime's monitor, MPI's progress threads) beside one
-	 * busy thread per PU must not turn a flat machine into one where
-	 * pinning two threads on one PU looks like a gain. */
-	worth = cm_place_worth_pinning(a->topo, s->n, sub, spu, a->o->gain,
-				       why, sizeof(why));
-	free(spu);
-	if (worth)
-		return 0;
-	if (strcmp(a->res.not_pinned, why) != 0) {
-		agent_info("not pinning: %s", why);
-		snprintf(a->res.not_pinned, sizeof(a->res.not_pinned), "%s",
-			 why);
-	}
-	return 1;
-}
-
-/* Decide what to move (remap_policy.h, cm_remap_plan): threads not placed
- * yet are placed around the placed ones, which move only when a complete
- * remap gains more than the threshold and the sampling noise, and not
- * back to where the last one took them from while the hold is on; all
- * within the placement invariant (placement.h), counting every live
- * thread of the step. */
-enum cm_remap_plan_kind ag_remap(struct agent *a,
-				     const struct cm_place_set *s,
-				     const struct cm_matrix *sub,
-				     const char *why)
-{
-	int n = cm_tracker_nthreads(a->tr), repaired = 0;
-	int *alive = alive_flags(a), *cur = thread_pus(a);
-	int *target = malloc((size_t)(n ? n : 1) * sizeof(int));
-	int *spu = malloc((size_t)(s->n ? s->n : 1) * sizeof(int));
-	struct cm_remap_plan plan = { .kind = CM_REMAP_KEEP };
-	struct cm_error err;
-	uint64_t t = now_ns();
-	int *undo = undo_placement(a, s);
-	int hold = undo && !cm_remap_undo_allowed(
-		(double)(ag_now(a) - a->last_full_ns) / 1e6, a->undos);
-
-	if (!alive || !cur || !target || !spu)
-		goto out;
-	if (cm_place_plan(a->topo, sub, s, n, alive, cur, hold ? undo : NULL,
-			  a->o->gain, ag_near_seen(a), target, &plan, &repaired,
-			  &err) < 0) {
-		agent_warn("mapping failed: %s", err.text);
-		plan.kind = CM_REMAP_KEEP;
-		goto out;
-	}
-	a->mapping_ms += ms_since(t);
-	if (plan.avoided)
+	agent_debug("interval %d ms: %d partners changed, %d unplaced: %s",
+		    o->in.interval_ms, o->in.partners_changed, o->in.unplaced,
+		    o->d.reason);
+	if (o->error[0])
+		agent_warn("mapping failed: %s", o->error);
+	if (o->avoided_undo)
 		agent_debug("candidate cost %.4g vs %.4g would undo the remap "
-			    "of %.1f s ago: held", plan.cost_full,
-			    plan.cost_base, ms_since(a->last_full_ns) / 1e3);
-	if (plan.kind == CM_REMAP_KEEP && !repaired) {
+			    "of %.1f s ago: held", p->cost_full, p->cost_base,
+			    ms_since(a->dec.last_full_ns) / 1e3);
+	if (o->computed && !o->apply && !o->not_pinned[0] && !o->error[0])
 		agent_debug("candidate cost %.4g vs %.4g (noise %.3g): not "
-			    "worth a remap", plan.cost_full, plan.cost_base,
-			    plan.noise);
-		goto out;
+			    "worth a remap", p->cost_full, p->cost_base,
+			    p->noise);
+	if (o->not_pinned[0] && strcmp(a->res.not_pinned, o->not_pinned)) {
+		agent_info("not pinning: %s", o->not_pinned);
+		snprintf(a->res.not_pinned, sizeof(a->res.not_pinned), "%s",
+			 o->not_pinned);
 	}
-	if (nothing_to_gain(a, s, sub, target, cur)) {
-		plan.kind = CM_REMAP_KEEP;
-		goto out;
-	}
-	/* pinning after all (more threads came): no longer "not pinned" */
-	a->res.not_pinned[0] = '\0';
-	for (int k = 0; k < s->n; k++)
-		spu[k] = target[s->idx[k]];
-	if (plan.kind == CM_REMAP_FULL)
-		note_full_remap(a, s, undo, spu);
-	apply_target(a, target);
-	ag_record_mapping(a, plan.cost_new, repaired && plan.kind ==
-		       CM_REMAP_KEEP ? "invariant" : why);
-	agent_info("mapping applied (%s, %s): %d threads, %d new, %d moved, "
-		   "%d moved by the invariant, cost %.4g (was %.4g, complete "
-		   "candidate %.4g, noise %.3g)", why, plan_name(plan.kind),
-		   s->n, plan.placed_new, plan.moved, repaired, plan.cost_new,
-		   plan.cost_cur, plan.cost_full, plan.noise);
-out:
-	free(undo);
-	free(alive);
-	free(cur);
-	free(target);
-	free(spu);
-	return plan.kind;
 }
 
-/* The partner filter (SPCD §IV-A) over the live matrix: how many threads'
- * heaviest partner differs from the last kept ones; keep: these become the
- * kept ones (an interval's end), else only look (a checkpoint). */
-int ag_partners_compare(struct agent *a, int keep)
+/* An interval's end in dynamic mode: the decision (remap_decide.h, the
+ * code the replay of a recording runs too), then its side effects here:
+ * the pins, the timeline, the log. */
+void ag_remap(struct agent *a)
 {
 	int n = cm_tracker_nthreads(a->tr);
-	int *now = malloc((size_t)(n ? n : 1) * sizeof(int));
-	int changed;
+	int *alive = alive_flags(a);
+	struct cm_decide_in in = { .n = n, .alive = alive,
+				   .cur_os = a->cur_os, .t_ns = ag_now(a),
+				   .holding = ag_guard_holding(a),
+				   .have_mapping = a->res.ntimeline > 0,
+				   .near_seen = ag_near_seen(a) };
+	struct cm_decide_out out;
+	uint64_t t = now_ns();
 
-	if (!now)
-		return 0;
-	cm_remap_partners(a->live, n, now);
-	changed = cm_remap_partners_changed(a->partner, a->npartner, now, n);
-	if (!keep) {
-		free(now);
-		return changed;
+	/* the machine as now (reloaded as tasks join the step) */
+	a->dec.topo = a->topo;
+	if (!alive || cm_decide_interval(&a->dec, a->live, &in, &out) < 0) {
+		free(alive);
+		return;
 	}
-	free(a->partner);
-	a->partner = now;
-	a->npartner = n;
-	return changed;
+	if (out.computed)
+		a->mapping_ms += ms_since(t);
+	if (out.d.pattern_changed)	/* sample fast again (sample_rate.h) */
+		cm_collect_relearn(a->col, a->fresh, NULL);
+	log_decision(a, &out);
+	if (out.apply) {
+		/* pinning after all (more threads came) */
+		a->res.not_pinned[0] = '\0';
+		apply_target(a, out.target);
+		ag_record_mapping(a, out.cost, out.why);
+		agent_info("mapping applied (%s, %s): %d threads, %d new, %d "
+			   "moved, %d moved by the invariant, cost %.4g (was "
+			   "%.4g, complete candidate %.4g, noise %.3g)",
+			   out.d.reason, plan_name(out.plan.kind), out.nset,
+			   out.plan.placed_new, out.plan.moved, out.repaired,
+			   out.cost, out.plan.cost_cur, out.plan.cost_full,
+			   out.plan.noise);
+	}
+	cm_decide_out_free(&out);
+	free(alive);
 }

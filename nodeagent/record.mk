@@ -4,6 +4,7 @@
 if HAVE_CAPSTONE
 nodeagent_libagent_la_SOURCES += nodeagent/record.h nodeagent/record.c \
 	nodeagent/replay.h nodeagent/record_read.c
-nodeagent_commap_agent_SOURCES += nodeagent/replay.c \
+nodeagent_commap_agent_SOURCES += nodeagent/remap_decide.h \
+	nodeagent/remap_decide.c nodeagent/replay.c \
 	nodeagent/replay_clock.h nodeagent/replay_clock.c
 endif
