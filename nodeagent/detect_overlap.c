@@ -18,7 +18,9 @@ struct slot {
 	uint64_t key;		/* 0: empty */
 	float a, b;		/* aged counts of the two halves */
 	float fa, fb;		/* ... of the samples since the last compute */
-	uint16_t pages;		/* fine level: 4 KiB pages of the block seen */
+	uint32_t pages;		/* 4 KiB pages (fine level) or 64 KiB
+				 * blocks (coarse) of the block seen */
+	uint16_t n;		/* samples, not aged (saturating) */
 };
 
 struct othread {
@@ -39,6 +41,7 @@ struct cm_overlap {
 	int started;
 	uint64_t seed;
 	uint64_t probes;	/* slots scanned by the last compute */
+	double thin;		/* w of the last blend */
 	struct cm_overlap_stats st;
 };
 
@@ -200,7 +203,7 @@ static struct slot *slot_of(struct cm_overlap *ov, struct slot *tab,
 			victim = s;
 	}
 	ov->st.evictions++;
-	*victim = (struct slot){ key, 0, 0, 0, 0, 0 };
+	*victim = (struct slot){ key, 0, 0, 0, 0, 0, 0 };
 	return victim;
 }
 
@@ -272,8 +275,10 @@ int cm_overlap_add(struct cm_overlap *ov, struct cm_matrix *m, int thread,
 					 block_key(space, inode, region, addr,
 						   level_shift[l]));
 
-		if (l == 0)
-			s->pages |= (uint16_t)(1u << ((addr >> 12) & 15));
+		s->pages |= 1u << ((addr >> (l ? CM_OVERLAP_FINE_SHIFT : 12)) &
+				   (l ? 31 : 15));
+		if (s->n < UINT16_MAX)
+			s->n++;
 		if (half) {
 			s->b = (float)(s->b + w);
 			s->fb = (float)(s->fb + w);
@@ -322,10 +327,45 @@ static double share(const struct othread *t, const struct slot *s,
  * private buffers side by side in one mapping.  With fewer pages seen the
  * samples are too sparse to tell (a 64 MiB array sampled a few times per
  * block), and the block counts. */
-static bool apart(uint16_t a, uint16_t b)
+static bool apart(uint32_t a, uint32_t b)
 {
 	return !(a & b) && __builtin_popcount(a) >= CM_OVERLAP_APART_PAGES &&
 	       __builtin_popcount(b) >= CM_OVERLAP_APART_PAGES;
+}
+
+/* Whether the coarse level holds nothing of a pair: over the 2 MiB
+ * blocks both touched, threads working on the same memory have samples in
+ * the same 64 KiB blocks of it about as often as chance predicts when
+ * they spread evenly over the 32 (|m_i| |m_j| / 32 per block; more when
+ * they gather), threads on neighbouring memory in one mapping (private
+ * buffers side by side) never.  Decided only once chance predicts
+ * CM_OVERLAP_APART_EXPECT common 64 KiB blocks: sharers sampled that
+ * sparsely are taken for apart in under 2% of pairs. */
+static bool coarse_apart(long common, double expect)
+{
+	return expect >= CM_OVERLAP_APART_EXPECT &&
+	       (double)common * 4 < expect;
+}
+
+/* The 64 KiB blocks two threads that share a 2 MiB block (x's entry and
+ * y's) should have in common by chance: at least |m_x| |m_y| / 32 when
+ * they spread evenly over it, and at least |m_y| (1 - |m_x| / n_x) when
+ * x has sampled its part of the block n_x times: 1 - |m_x| / n_x bounds
+ * from below the share of x's distribution its samples have seen (at
+ * most |m_x| 64 KiB blocks were seen once), each of y's blocks lies in it
+ * that often if y samples the same memory. */
+static double chance(const struct slot *x, const struct slot *y)
+{
+	double a = __builtin_popcount(x->pages), b = __builtin_popcount(y->pages);
+	double e = a * b / 32, ex = 0, ey = 0;
+
+	if (x->n)
+		ex = b * (1 - a / x->n);
+	if (y->n)
+		ey = a * (1 - b / y->n);
+	if (ex > e)
+		e = ex;
+	return ey > e ? ey : e;
 }
 
 /* O_ij at a level; *hits counts the blocks both touched. */
@@ -334,7 +374,8 @@ static double pair_overlap(const struct othread *ti, const struct othread *tj,
 {
 	const struct slot *a = ti->lv[level];
 	unsigned ns = level_slots[level];
-	double o = 0;
+	double o = 0, expect = 0;
+	long common = 0, both = 0;
 
 	for (unsigned s = 0; s < ns; s++) {
 		const struct slot *b;
@@ -347,11 +388,46 @@ static double pair_overlap(const struct othread *ti, const struct othread *tj,
 			continue;
 		pi = share(ti, &a[s], h);
 		pj = share(tj, b, h);
-		if (pi > 0 && pj > 0 && hits)
-			(*hits)++;
+		if (pi > 0 && pj > 0)
+			both++;
+		if (level == 1) {
+			common += __builtin_popcount(a[s].pages & b->pages);
+			expect += chance(&a[s], b);
+		}
 		o += pi < pj ? pi : pj;
 	}
+	if (level == 1 && coarse_apart(common, expect))
+		return 0;
+	if (hits)
+		*hits += both;
 	return o;
+}
+
+/* How well the fine distributions of the k active threads are sampled:
+ * the share of their aged mass in 64 KiB blocks the thread sampled at
+ * least twice (evicted mass counts as once).  Near 1 for a few small
+ * buffers; near 0 for tens of MB sampled a few hundred times, where two
+ * sharers rarely hit one 64 KiB block and the fine overlap is mostly
+ * sampling noise below the truth.  One figure for all threads: a weight
+ * per pair would be a structure of its own, the same in both halves of
+ * the permutation test (threads sampled more cover more in both), and
+ * noise would pass it. */
+static double coverage(const struct cm_overlap *ov, const int *idx, int k)
+{
+	double tot = 0, seen = 0;
+
+	for (int a = 0; a < k; a++) {
+		const struct othread *t = &ov->th[idx[a]];
+		const struct slot *e = t->lv[0];
+
+		tot += t->tot_a + t->tot_b;
+		for (unsigned s = 0; s < CM_OVERLAP_FINE_SLOTS; s++)
+			if (e[s].key && e[s].n >= 2)
+				seen += (double)e[s].a + e[s].b;
+	}
+	if (!(tot > 0))
+		return 0;
+	return seen >= tot ? 1 : seen / tot;
 }
 
 /* The threads with tables: their indexes into idx, their count. */
@@ -365,9 +441,10 @@ static int active(const struct cm_overlap *ov, int *idx)
 	return k;
 }
 
-/* o[a * k + b] = O between active threads a and b (a != b). */
-static long overlap_of(struct cm_overlap *ov, const int *idx, int k,
-		       int level, enum which h, double *o)
+/* o[a * k + b] = O between active threads a and b (a != b) at a level
+ * (0, 1); the blocks both touched. */
+static long level_of(struct cm_overlap *ov, const int *idx, int k,
+		     int level, enum which h, double *o)
 {
 	long hits = 0;
 
@@ -386,12 +463,46 @@ static long overlap_of(struct cm_overlap *ov, const int *idx, int k,
 	return hits;
 }
 
+/* The same at a level or blended (CM_OVERLAP_BLEND): with c the
+ * threads' fine coverage,
+ *     O = (1 - w) O_fine + w O_coarse,  w = max(0, 1 - c / CM_OVERLAP_DENSE)
+ * so large arrays sampled thinly are seen at 2 MiB and small buffers at
+ * 64 KiB only (once half the samples fall in blocks their thread sampled
+ * before, the fine distributions are known well enough, and 2 MiB blocks
+ * would merge neighbouring small buffers).  -1/ENOMEM. */
+static long overlap_of(struct cm_overlap *ov, const int *idx, int k,
+		       int level, enum which h, double *o)
+{
+	double *oc, c, w;
+	long hits;
+
+	if (level != CM_OVERLAP_BLEND)
+		return level_of(ov, idx, k, level, h, o);
+	hits = level_of(ov, idx, k, 0, h, o);
+	c = coverage(ov, idx, k);
+	w = c < CM_OVERLAP_DENSE ? 1 - c / CM_OVERLAP_DENSE : 0;
+	if (h == BOTH)
+		ov->thin = w;
+	if (w <= 0)
+		return hits;
+	oc = malloc((size_t)(k * k + 1) * sizeof(*oc));
+	if (!oc) {
+		errno = ENOMEM;
+		return -1;
+	}
+	level_of(ov, idx, k, 1, h, oc);
+	for (int a = 0; a < k * k; a++)
+		o[a] = (1 - w) * o[a] + w * oc[a];
+	free(oc);
+	return hits;
+}
+
 int cm_overlap_matrix(struct cm_overlap *ov, int level, struct cm_matrix *out)
 {
 	int *idx, k;
 	double *o;
 
-	if (!ov || !out || level < 0 || level >= NLEVELS) {
+	if (!ov || !out || level < 0 || level > CM_OVERLAP_BLEND) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -404,7 +515,11 @@ int cm_overlap_matrix(struct cm_overlap *ov, int level, struct cm_matrix *out)
 		errno = ENOMEM;
 		return -1;
 	}
-	overlap_of(ov, idx, k, level, BOTH, o);
+	if (overlap_of(ov, idx, k, level, BOTH, o) < 0) {
+		free(idx);
+		free(o);
+		return -1;
+	}
 	for (int a = 0; a < k; a++)
 		for (int b = a + 1; b < k; b++)
 			if (cm_matrix_set(out, idx[a], idx[b],
@@ -476,8 +591,9 @@ static int halves_agree(struct cm_overlap *ov, const int *idx, int k,
 	*beaten = 0;
 	if (!oa || !ob || !perm)
 		goto out;
-	overlap_of(ov, idx, k, level, HALF_A, oa);
-	overlap_of(ov, idx, k, level, HALF_B, ob);
+	if (overlap_of(ov, idx, k, level, HALF_A, oa) < 0 ||
+	    overlap_of(ov, idx, k, level, HALF_B, ob) < 0)
+		goto out;
 	for (int a = 0; a < k; a++)
 		perm[a] = a;
 	*r = mantel_r(oa, ob, perm, k);
@@ -500,7 +616,7 @@ int cm_overlap_test(struct cm_overlap *ov, int level, double *r, int *beaten)
 {
 	int *idx, k, rv;
 
-	if (!ov || !r || !beaten || level < 0 || level >= NLEVELS) {
+	if (!ov || !r || !beaten || level < 0 || level > CM_OVERLAP_BLEND) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -564,6 +680,8 @@ static void end_round(struct othread *t, bool forget_old)
 			if (forget_old) {
 				e->a = e->fa;
 				e->b = e->fb;
+				if (!(e->a + e->b > 0))
+					e->n = 0;
 			}
 			e->fa = e->fb = 0;
 		}
@@ -617,33 +735,20 @@ static int add_weights(struct cm_overlap *ov, struct cm_matrix *m,
 	return 0;
 }
 
-static double max_of(const double *o, int k)
-{
-	double mx = 0;
-
-	for (int a = 0; a < k * k; a++)
-		if (o[a] > mx)
-			mx = o[a];
-	return mx;
-}
-
-/* Compute over k active threads: level, test, weights. */
+/* Compute over k active threads: the blended overlap, the test, the
+ * weights. */
 static int compute(struct cm_overlap *ov, struct cm_matrix *m, const int *idx,
 		   int k, double *o)
 {
-	int level = 0, trusted = 1;
+	const int level = CM_OVERLAP_BLEND;
+	int trusted = 1;
 	double r = 0;
 	int beaten = 0;
 
-	if (!CM_OVERLAP_FALLBACK)
-		overlap_of(ov, idx, k, 0, BOTH, o);
-	if (CM_OVERLAP_FALLBACK &&
-	    overlap_of(ov, idx, k, 0, BOTH, o) < CM_OVERLAP_MIN_SHARED &&
-	    max_of(o, k) < CM_OVERLAP_MIN_FINE) {
-		level = 1;
-		overlap_of(ov, idx, k, 1, BOTH, o);
+	if (overlap_of(ov, idx, k, level, BOTH, o) < 0)
+		return -1;
+	if (ov->thin > 0.5)
 		ov->st.coarse++;
-	}
 	if (k >= CM_OVERLAP_TEST_THREADS) {
 		trusted = halves_agree(ov, idx, k, level, &r, &beaten);
 		if (trusted < 0)

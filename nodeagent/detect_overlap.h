@@ -18,16 +18,25 @@
  * block counts only as much as the lesser of the two uses it.
  *
  * Levels.  Blocks of 64 KiB (CM_OVERLAP_FINE_SHIFT) and 2 MiB
- * (CM_OVERLAP_COARSE_SHIFT), the coarse one a fallback when fewer than
- * CM_OVERLAP_MIN_SHARED (block, pair) coincidences exist at 64 KiB and
- * no pair overlaps by CM_OVERLAP_MIN_FINE there — off for now
- * (CM_OVERLAP_FALLBACK, below).  A block never crosses a
- * mapping boundary: the caller passes the start of the address's mapping
- * and it is part of the block's identity.  Within a 64 KiB block, each
- * thread's entry keeps the 4 KiB pages it touched, and a block does not
- * count for a pair that each touched CM_OVERLAP_APART_PAGES pages of it
- * or more, none in common: private buffers side by side inside one
- * mapping (anonymous mappings merge) share blocks but no page.
+ * (CM_OVERLAP_COARSE_SHIFT), blended: O = (1 - w) O_fine + w O_coarse,
+ * w = max(0, 1 - c / CM_OVERLAP_DENSE), c being the threads' fine
+ * coverage (the share of their samples in 64 KiB blocks their thread
+ * sampled twice or more; one figure for all pairs, or the weights would
+ * be a structure of their own).  Small buffers are sampled
+ * densely (c near 1, w 0) and told apart at 64 KiB;
+ * arrays of tens of MB are sampled a few times per 64 KiB block (c near
+ * 0), where two sharers' samples rarely meet and only 2 MiB blocks gather
+ * enough of them.  A block never crosses a mapping boundary: the caller
+ * passes the start of the address's mapping and it is part of the
+ * block's identity.  Anonymous mappings side by side merge, though, so
+ * private buffers can share a block: within a 64 KiB block each thread's
+ * entry keeps the 4 KiB pages it touched, and a block does not count for
+ * a pair that each touched CM_OVERLAP_APART_PAGES pages of it or more,
+ * none in common; within a 2 MiB block it keeps the 64 KiB blocks it
+ * touched, and the coarse level counts nothing for a pair whose common
+ * 64 KiB blocks, summed over the 2 MiB blocks both touched, are fewer than
+ * a quarter of what chance predicts for sharers (once chance predicts
+ * CM_OVERLAP_APART_EXPECT).
  *
  * Bounded memory.  Per thread, two open-addressed tables of
  * CM_OVERLAP_FINE_SLOTS and CM_OVERLAP_COARSE_SLOTS entries (32 bytes
@@ -89,18 +98,15 @@
  * compute, 64 threads 16 ms), so a compute takes under 2% of the time
  * between two; 12 threads stay at the period, 64 compute every ~1.2 s. */
 #define CM_OVERLAP_NS_PER_PROBE 100ull
-/* The 2 MiB fallback is off: blocks that coarse span neighbouring
- * private buffers inside one mapping (anonymous mappings merge), and
- * 8 threads on private 4 MiB buffers under ASan (their shadow memory 8
- * times denser) came out as two false groups of 4 at 2 MiB.  The coarse
- * counts are kept (cm_overlap_matrix level 1) for a fallback with a
- * guard against that. */
-#define CM_OVERLAP_FALLBACK 0
-#define CM_OVERLAP_MIN_SHARED 16
-/* ... and when no pair overlaps this much there (a few pairs sharing
- * small buffers are found at the fine level; the coarse one would merge
- * their buffers) */
-#define CM_OVERLAP_MIN_FINE 0.05
+/* cm_overlap_matrix's level for the blend of the two (what is added to
+ * the matrix). */
+#define CM_OVERLAP_BLEND 2
+/* Fine coverage from which the fine level alone is used. */
+#define CM_OVERLAP_DENSE 0.5
+/* Common 64 KiB blocks chance predicts for sharers before the coarse
+ * level can say that a pair works on neighbouring memory, not the same
+ * (Poisson: sharers sampled evenly show at most one in 1.7% of pairs). */
+#define CM_OVERLAP_APART_EXPECT 6.0
 /* Threads from which the permutation test can reject: with fewer, too
  * many of the few relabellings keep a structure (4 threads in 2 pairs:
  * 8 of the 24), so it could never be significant. */
@@ -118,7 +124,8 @@ struct cm_overlap_stats {
 	uint64_t threads_over;	/* accesses of threads past the limit */
 	uint64_t computes;	/* overlap matrices computed */
 	uint64_t trusted;	/* ... passed the permutation test */
-	uint64_t coarse;	/* ... computed at the coarse level */
+	uint64_t coarse;	/* ... taking more than half from the coarse
+				 * level (w > 0.5) */
 	uint64_t moves;		/* threads that left their memory: their
 				 * older samples forgotten */
 	double weight;		/* total weight added to matrices */
@@ -148,8 +155,8 @@ int cm_overlap_add(struct cm_overlap *ov, struct cm_matrix *m, int thread,
  * threads compared (>= 0) or -1/ENOMEM. */
 int cm_overlap_flush(struct cm_overlap *ov, struct cm_matrix *m);
 
-/* The overlap matrix of the samples so far at a level (0 fine, 1 coarse),
- * without the test and without touching anything: out (n x n, grown) gets
+/* The overlap matrix of the samples so far at a level (0 fine, 1 coarse,
+ * CM_OVERLAP_BLEND both as computes add them), without the test and without touching anything: out (n x n, grown) gets
  * O_ij.  0 or -1/EINVAL, ENOMEM. */
 int cm_overlap_matrix(struct cm_overlap *ov, int level, struct cm_matrix *out);
 

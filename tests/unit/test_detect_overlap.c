@@ -184,7 +184,8 @@ static void test_groups(void)
 	   st.last_r);
 	ok(cosine(m, t, 12) >= 0.95, "groups: cosine %.4f >= 0.95",
 	   cosine(m, t, 12));
-	ok(cm_matrix_get(m, 0, 3) == 0, "groups: nothing between groups");
+	ok(cm_matrix_get(m, 0, 3) == 0, "groups: nothing between groups "
+	   "(%.4f)", cm_matrix_get(m, 0, 3));
 	is_int(st.moves, 0, "groups: no thread taken for a moving one");
 	cm_overlap_free(ov);
 	cm_matrix_free(m);
@@ -227,6 +228,90 @@ static void test_stencil(void)
 	is_int(st.moves, 0, "stencil: no thread taken for a moving one");
 	cm_overlap_free(ov);
 	cm_matrix_free(m);
+}
+
+/* wl-threads' stencil at 64 MiB: 8 threads on a 2 x 4 grid, each edge a
+ * 64 MiB buffer its two threads sweep, sampled thinly (120 samples a
+ * thread over its 2 or 3 buffers: two sharers rarely meet in a 64 KiB
+ * block).  The fine level alone is mostly noise; the blend finds the 10
+ * edges. */
+static void test_sparse_buffers(void)
+{
+	static const int edge[10][2] = { { 0, 1 }, { 0, 2 }, { 1, 3 },
+		{ 2, 3 }, { 2, 4 }, { 3, 5 }, { 4, 5 }, { 4, 6 }, { 5, 7 },
+		{ 6, 7 } };
+	struct cm_overlap *ov = cm_overlap_new(0, 0);
+	struct cm_matrix *m = cm_matrix_new(0), *o = cm_matrix_new(0);
+	struct cm_overlap_stats st;
+	const uint64_t R = 0x7e0000000000ull;
+	double t[64] = { 0 };
+	uint64_t now = MS;
+
+	for (int s = 0; s < 120; s++, now += 10 * MS)
+		for (int i = 0; i < 8; i++) {
+			int mine[3], n = 0, e;
+
+			for (e = 0; e < 10; e++)
+				if (edge[e][0] == i || edge[e][1] == i)
+					mine[n++] = e;
+			e = mine[rnd() % (uint64_t)n];
+			/* one mapping per buffer, as mmap gives them */
+			add(ov, m, i, R + (uint64_t)e * 80 * MIB,
+			    R + (uint64_t)e * 80 * MIB + rnd() % (64 * MIB),
+			    now);
+		}
+	cm_overlap_flush(ov, m);
+	for (int e = 0; e < 10; e++) {
+		t[edge[e][0] * 8 + edge[e][1]] = 1;
+		t[edge[e][1] * 8 + edge[e][0]] = 1;
+	}
+	cm_overlap_stats(ov, &st);
+	cm_overlap_matrix(ov, 0, o);
+	diag("64 MiB buffers: fine level alone cosine %.4f", cosine(o, t, 8));
+	ok(st.coarse > 0 && st.trusted + 1 >= st.computes,
+	   "64 MiB buffers: the coarse level weighs in (%llu of %llu "
+	   "computes), all but the first trusted (%llu)",
+	   (unsigned long long)st.coarse, (unsigned long long)st.computes,
+	   (unsigned long long)st.trusted);
+	ok(cosine(m, t, 8) >= 0.95, "64 MiB buffers: cosine %.4f >= 0.95",
+	   cosine(m, t, 8));
+	cm_matrix_free(o);
+	cm_matrix_free(m);
+	cm_overlap_free(ov);
+}
+
+/* Private buffers side by side in one mapping, their boundaries inside
+ * 2 MiB blocks: neighbours in memory share the boundary blocks but no
+ * 64 KiB block of them.  Once their samples can tell (within a second
+ * here), the coarse level holds nothing for them and no more weight is
+ * added; before, the first compute (25 samples a thread over 48 blocks
+ * of 64 KiB, taken mostly at 2 MiB) may add a little. */
+static void test_coarse_apart(void)
+{
+	struct cm_overlap *ov = cm_overlap_new(0, 0);
+	struct cm_matrix *o = cm_matrix_new(0), *m = cm_matrix_new(0);
+	const uint64_t R = 0x7d0000000000ull, size = 3 * MIB;
+	uint64_t now = MS;
+	double early = 0;
+
+	for (int s = 0; s < 200; s++, now += 10 * MS) {
+		for (int i = 0; i < 8; i++)
+			add(ov, m, i, R, R + MIB + (uint64_t)i * size +
+			    rnd() % size, now);
+		if (s == 99)
+			early = cm_matrix_total(m);
+	}
+	cm_overlap_matrix(ov, 1, o);
+	ok(cm_matrix_get(o, 0, 1) == 0 && cm_matrix_get(o, 3, 4) == 0,
+	   "private neighbours in one mapping: nothing at 2 MiB (%.3f, %.3f)",
+	   cm_matrix_get(o, 0, 1), cm_matrix_get(o, 3, 4));
+	cm_overlap_flush(ov, m);
+	ok(cm_matrix_total(m) == early && early < 10,
+	   "... no weight added after the first second (%.3f, then %.3f)",
+	   early, cm_matrix_total(m));
+	cm_matrix_free(o);
+	cm_matrix_free(m);
+	cm_overlap_free(ov);
 }
 
 /* Each thread on its own buffer: no weight at all. */
@@ -376,6 +461,8 @@ int main(void)
 	test_groups();
 	test_stencil();
 	test_private();
+	test_sparse_buffers();
+	test_coarse_apart();
 	test_noise();
 	test_phases();
 	test_evidence();
