@@ -14,8 +14,14 @@
 #   service: the job exits 0, the third node's result is uploaded, the
 #   unreachable node's waits in the spool, and reaches the service with
 #   that node's next result once the service can be reached again.
-# Pairs of threads, one task per node: no MPI needed to span nodes here
-# (the demo runs MPI ranks across them).
+# - MPI ranks across the nodes with --commap-mpi-traffic (Open MPI's
+#   monitoring through the variables the plugin sets): each node's result
+#   has rank_traffic for exactly its own ranks, the union is the bytes a
+#   PMPI library counted, commap report shows the bytes between nodes and
+#   totals that add up, and the per-step directories are gone; without
+#   the option no rank_traffic and no monitoring variable in the tasks.
+# Pairs of threads, one task per node, for the rest: no MPI needed to
+# span nodes there.
 . "$(dirname "$0")/e2e-lib.sh"
 . "$(dirname "$0")/e2e-agent-lib.sh"
 e2e_require_cluster
@@ -234,5 +240,86 @@ wait_for has_nodes "$job3" "node1 0 node3 0"
 ok $? "and node3's spooled result of job $job3 with it: $(job_nodes "$job3" | tr '\n' ' ')"
 [ -z "$(spooled_nodes "$job3")" ]
 ok $? "the spool no longer holds it"
+
+# 5. Traffic between MPI ranks across the nodes, then a step without it.
+wl_msg=$top_builddir/tests/workloads/wl-mpi-msg
+pmpi=$top_builddir/tests/workloads/.libs/libwlpmpi.so
+traffic_checks() {	# traffic_checks JOB TRUTH: the results against it
+	in_cluster curl -s -H "X-Munge-Credential: $(munge -n)" \
+		"$url/v1/jobs/$1" | python3 -c '
+import json, sys
+rows = json.load(sys.stdin)["results"]
+truth = json.load(open(sys.argv[1]))
+ok, union, seen = True, {}, set()
+for r in rows:
+    d = r["document"]
+    mine = {t["rank"] for t in d["threads"] if t.get("rank") is not None}
+    rt = d.get("rank_traffic")
+    if not rt or set(rt["ranks"]) != mine or len(rt["ranks"]) != len(mine):
+        print("# %s: ranks %s, rank_traffic %s" % (r["node"], sorted(mine),
+              rt and rt["ranks"]))
+        ok = False
+        continue
+    seen |= mine
+    for s, t, b, m in rt["pairs"]:
+        ok &= s in mine
+        k = (min(s, t), max(s, t))
+        union[k] = union.get(k, 0) + b
+want = {(i, j): w for i, j, w in truth["edges"]}
+got = {k: v for k, v in union.items() if v and k[0] != k[1]}
+if got != want:
+    print("# union %s != PMPI %s" % (sorted(got.items()), sorted(want.items())))
+    ok = False
+print("ranks=%d pairs=%d bytes=%d" % (len(seen), len(got), sum(got.values())))
+sys.exit(0 if ok and seen == set(range(truth["threads"])) else 1)' "$2"
+}
+if [ -x "$wl_msg" ] && [ -f "$pmpi" ] && command -v mpirun >/dev/null &&
+	{ "$wl_msg" --help >/dev/null 2>&1; [ $? -ne 77 ]; }; then
+	timeout 180 bash "$top_srcdir/deploy/cluster/cluster.sh" exec -- \
+		srun -N3 -n6 --ntasks-per-node 2 -c 1 --mpi=pmix \
+		--commap=dynamic --commap-mpi-traffic "${job_wrap[@]}" \
+		"$E2E_DIR/job5" env LD_PRELOAD="$pmpi" \
+		WL_PMPI_OUT="$E2E_DIR/job5.pmpi.json" "$wl_msg" \
+		--pattern ring --bytes 65536 --seconds 2 >"$E2E_DIR/job5.out" 2>&1
+	rc=$?
+	ok $rc "srun -N3 -n6 --mpi=pmix --commap-mpi-traffic: a ring of MPI ranks exits 0"
+	[ $rc -eq 0 ] || diag "$(cat "$E2E_DIR/job5.out")"
+	job5=$(cat "$E2E_DIR/job5" 2>/dev/null)
+	wait_for has_nodes "$job5" "node1 0 node2 0 node3 0"
+	ok $? "a result from each node: $(job_nodes "$job5" | tr '\n' ' ')"
+	out=$(traffic_checks "$job5" "$E2E_DIR/job5.pmpi.json" 2>&1)
+	ok $? "each node's rank_traffic holds exactly its ranks; the union is what PMPI counted ($out)"
+	out=$(in_cluster "$commap" report "$job5" --service "$url" 2>&1)
+	within=$(echo "$out" | sed -n 's/^  bytes within nodes: *\([0-9]*\) .*/\1/p')
+	between=$(echo "$out" | sed -n 's/^  bytes between nodes: *\([0-9]*\) .*/\1/p')
+	total=$(echo "$out" | sed -n 's/^  bytes total: *\([0-9]*\) in .*/\1/p')
+	[ "${between:-0}" -gt 0 ] && [ "${within:-0}" -gt 0 ] &&
+		[ $((within + between)) -eq "${total:--1}" ] &&
+		[ "$total" -eq "$(python3 -c 'import json, sys
+print(sum(e[2] for e in json.load(open(sys.argv[1]))["edges"]))' \
+			"$E2E_DIR/job5.pmpi.json")" ]
+	rc=$?
+	ok $rc "commap report $job5: bytes between nodes $between > 0, within $within, total $total (PMPI's)"
+	[ $rc -eq 0 ] || diag "$out"
+	echo "$out" | grep -q "^    ranks [0-9]* and [0-9]* (node[123], node[123]): [1-9]"
+	ok $? "commap report $job5: the heaviest rank pairs across nodes"
+	wait_for sh -c "! ls -d /tmp/commap-mpi-$job5.* >/dev/null 2>&1"
+	ok $? "the step's monitoring directories are removed"
+else
+	for _ in 1 2 3 4 5 6; do
+		echo "ok $((tap_n += 1)) # SKIP Open MPI or wl-mpi-msg missing"
+	done
+fi
+[ "$(json_field "$E2E_DIR/job1.node1.json" '"rank_traffic" in d')" = False ]
+ok $? "without --commap-mpi-traffic: no rank_traffic"
+out=$(in_cluster srun -N3 -n3 --commap=dynamic sh -c \
+	'env | grep -c "^OMPI_MCA_pml_monitoring"; exit 0' 2>&1)
+[ "$(echo "$out" | tr -d ' \n')" = 000 ]
+ok $? "without it: no monitoring variable in the tasks' environment ($(echo $out))"
+out=$(in_cluster srun -N1 -n1 --commap=dynamic --commap-mpi-traffic sh -c \
+	'echo "$OMPI_MCA_pml_monitoring_enable $OMPI_MCA_pml_monitoring_enable_output $OMPI_MCA_pml_monitoring_filename"; ls -ld "${OMPI_MCA_pml_monitoring_filename%/prof}"' 2>&1)
+echo "$out" | grep -q "^2 3 /tmp/commap-mpi-[0-9]*\.0\.[A-Za-z0-9]\{6\}/prof$" &&
+	echo "$out" | grep -q "^drwx------ "
+ok $? "with it: the variables name a 0700 directory of the step ($(echo $out))"
 
 done_testing
