@@ -115,6 +115,21 @@ static void fill_stats(struct agent *a)
 				   (unsigned long long)cs.cma.lost,
 				   (unsigned long long)cs.cma.pair.unpaired,
 				   (unsigned long long)cs.cma.pair.no_slot);
+		if (cs.shm.refs)
+			agent_info("shared segments: %llu references, %llu "
+				   "into another process's (weight %.1f), "
+				   "%llu own, %llu without owner; owners: "
+				   "%llu by creator, %llu by name, %llu by "
+				   "open file, %llu by samples",
+				   (unsigned long long)cs.shm.refs,
+				   (unsigned long long)cs.shm.evidence,
+				   cs.shm.weight,
+				   (unsigned long long)cs.shm.own,
+				   (unsigned long long)cs.shm.undecided,
+				   (unsigned long long)cs.shm.by_creator,
+				   (unsigned long long)cs.shm.by_name,
+				   (unsigned long long)cs.shm.by_fd,
+				   (unsigned long long)cs.shm.by_samples);
 		s->faults = cs.fault_hinting;
 		s->sample_period_us = (unsigned)(cs.period / 1000u);
 		for (int k = 0; k < cs.nperiods && k < 8; k++) {

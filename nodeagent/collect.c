@@ -259,7 +259,8 @@ struct cm_collector *cm_collect_new(const struct cm_collect_opts *o,
 	if (!c->table || fault_start(c, err) || cma_start(c, err))
 		goto fail;
 	c->ov = cm_overlap_new(0, 0);
-	if (!c->ov) {
+	c->shm = cm_shm_owners_new();
+	if (!c->ov || !c->shm) {
 		cm_errorf(err, ENOMEM, "collect: out of memory");
 		goto fail;
 	}
@@ -299,6 +300,7 @@ void cm_collect_free(struct cm_collector *c)
 	cm_fault_sampler_free(c->fs);
 	cm_cma_tracer_free(c->cma);
 	cm_cma_attrib_free(c->cma_at);
+	cm_shm_owners_free(c->shm);
 	if (c->numa_held) {
 		struct cm_numa_balancing_paths p = { c->o.numa_sysctl,
 						     c->o.numa_state };
@@ -610,6 +612,7 @@ void cm_collect_stats(const struct cm_collector *c,
 	st->cma_on = c->cma != NULL;
 	cm_cma_tracer_stats(c->cma, &st->cma);
 	cm_cma_attrib_stats(c->cma_at, &st->cma_attrib);
+	cm_shm_owners_stats(c->shm, &st->shm);
 	if (c->fs) {
 		struct cm_fault_stats fs;
 

@@ -73,6 +73,7 @@
 #include "commap/matrix.h"
 #include "cma_attrib.h"
 #include "cma_trace.h"
+#include "shm_owner.h"
 #include "decode.h"
 #include "detect_overlap.h"
 #include "detect_table.h"
@@ -217,6 +218,8 @@ struct cm_collect_stats {
 	int cma_on;		/* the tracer is open */
 	struct cm_cma_stats cma;	/* records, lost, pairing */
 	struct cm_cma_attrib_stats cma_attrib;	/* into the matrix */
+	/* references into shared segments and their owners (shm_owner.h) */
+	struct cm_shm_stats shm;
 	/* adaptive period: the initial one then each change, oldest first
 	 * (only the last CM_COLLECT_PERIODS_MAX) */
 	uint64_t period_changes;

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <asm/perf_regs.h>
@@ -216,6 +217,137 @@ static int classify(const struct cproc *cp, const struct cm_map_region *r,
 	return r->perms[1] == 'w' ? CM_REF_DATA : CM_REF_READONLY;
 }
 
+/* The tracker's process index of pid, -1 if it is not ours. */
+static int proc_of_pid(struct cm_collector *c, pid_t pid)
+{
+	int m = cm_tracker_find_thread(c->tr, pid);
+	int p;
+
+	if (m < 0)
+		return -1;
+	p = cm_tracker_thread(c->tr, m)->proc;
+	return cm_tracker_proc(c->tr, p)->pid == pid ? p : -1;
+}
+
+/* Rule 2b of shm_owner.h: the one process of the step holding the POSIX
+ * segment at path open; -1 none or several, -2 not now (over budget). */
+static int owner_by_fd(struct cm_collector *c, const char *path,
+		       uint64_t now_ns)
+{
+	int n = cm_tracker_nprocs(c->tr), k;
+	pid_t *pid;
+
+	if (!cm_shm_owners_may_scan(c->shm, now_ns))
+		return -2;
+	pid = calloc((size_t)(n > 0 ? n : 1), sizeof(*pid));
+	if (!pid)
+		return -1;
+	for (k = 0; k < n; k++)
+		pid[k] = cm_tracker_proc(c->tr, k)->alive ?
+			 cm_tracker_proc(c->tr, k)->pid : 0;
+	k = cm_shm_fd_holder(c->o.proc_root, pid, n, path);
+	free(pid);
+	return k >= 0 ? k : -1;
+}
+
+/* Rule 2 of shm_owner.h: the process of Open MPI local rank `local`. */
+static int owner_by_local_rank(struct cm_collector *c, int local)
+{
+	int n = cm_tracker_nprocs(c->tr), found = -1;
+	int *rank, *alive;
+
+	if (n <= 0)
+		return -1;
+	rank = calloc((size_t)n, sizeof(*rank));
+	alive = calloc((size_t)n, sizeof(*alive));
+	if (rank && alive) {
+		for (int k = 0; k < n; k++) {
+			rank[k] = cm_tracker_proc(c->tr, k)->rank;
+			alive[k] = cm_tracker_proc(c->tr, k)->alive;
+		}
+		found = cm_shm_local_rank_proc(rank, alive, n, local);
+	}
+	free(rank);
+	free(alive);
+	return found;
+}
+
+/* Rules 1, 2 and 2b of shm_owner.h for the segment of region r: the
+ * tracker's process index of its owner, -1 when none applies, -2 when
+ * the rule must wait (its budget of scans is spent). */
+static int owner_by_rules(struct cm_collector *c,
+			  const struct cm_map_region *r, uint64_t now_ns,
+			  int *how)
+{
+	int local;
+	pid_t cpid;
+
+	if (cm_shm_is_sysv(r->path)) {
+		*how = CM_SHM_BY_CREATOR;
+		if (cm_shm_sysv_creator(c->o.proc_root, r->inode, &cpid))
+			return -1;
+		return proc_of_pid(c, cpid);
+	}
+	local = cm_shm_name_local_rank(r->path);
+	if (local >= 0) {
+		*how = CM_SHM_BY_NAME;
+		return owner_by_local_rank(c, local);
+	}
+	if (strncmp(r->path, "/dev/shm/", 9) != 0)
+		return -1;
+	*how = CM_SHM_BY_FD;
+	return owner_by_fd(c, r->path, now_ns);
+}
+
+/* The thread standing for owner process p in an edge: the one that
+ * touched the segment last (shm_owner.h), else its main thread. */
+static int owner_thread(struct cm_collector *c, int p, int last)
+{
+	const struct cm_tracked_proc *pr = cm_tracker_proc(c->tr, p);
+	int m;
+
+	if (last >= 0 && cm_tracker_thread(c->tr, last)->alive)
+		return last;
+	m = cm_tracker_find_thread(c->tr, pr->pid);
+	if (m < 0 || cm_tracker_thread(c->tr, m)->proc != p)
+		return -1;
+	return m;
+}
+
+/* Thread i of process p referenced the shared segment of region r: with
+ * the segment's owner known and another process, one unit of evidence
+ * between them, whenever it happened (shm_owner.h). */
+static void shm_evidence(struct cm_drain_ctx *d, int i, int p,
+			 const struct cm_map_region *r, uint64_t time)
+{
+	struct cm_collector *c = d->c;
+	struct cm_shm_evidence ev;
+	struct cm_shm_seg *s;
+	int j, how = CM_SHM_UNKNOWN;
+
+	s = cm_shm_owners_seg(c->shm, r->dev, r->inode, time);
+	if (!s)
+		return;
+	if (s->owner >= 0 && !cm_tracker_proc(c->tr, s->owner)->alive)
+		cm_shm_seg_forget(c->shm, s);
+	if (!s->hinted) {
+		int o = owner_by_rules(c, r, time, &how);
+
+		if (o != -2)
+			cm_shm_seg_set_owner(c->shm, s, o, how);
+	}
+	if (cm_shm_owners_ref(c->shm, s, p, i, time, &ev) <= 0)
+		return;
+	j = owner_thread(c, ev.owner, ev.owner_thread);
+	if (j < 0 || j == i)
+		return;
+	if ((i >= cm_matrix_nthreads(d->m) || j >= cm_matrix_nthreads(d->m)) &&
+	    cm_matrix_resize(d->m, (i > j ? i : j) + 1))
+		d->nomem = 1;
+	else if (cm_matrix_add(d->m, i, j, ev.weight))
+		d->nomem = 1;
+}
+
 /* Enter one data reference of thread i (process p) as evidence
  * (evidence.h); sp_region: the mapping of the sample's stack pointer. */
 static void account_ref(struct cm_drain_ctx *d, int i, int p, pid_t pid,
@@ -253,6 +385,8 @@ static void account_ref(struct cm_drain_ctx *d, int i, int p, pid_t pid,
 		d->nomem = 1;
 		return;
 	}
+	if (key.shared && reg && cls != CM_REF_STACK && c->shm)
+		shm_evidence(d, i, p, reg, time);
 	/* The stack and a run's continuation never reach the table. */
 	if (cls == CM_REF_STACK || c->st.refs.run_refs != runs)
 		return;

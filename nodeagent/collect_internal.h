@@ -70,6 +70,7 @@ struct cm_collector {
 	struct cm_fault_sampler *fs;	/* NULL without faults */
 	struct cm_cma_tracer *cma;	/* NULL without CMA tracing */
 	struct cm_cma_attrib *cma_at;
+	struct cm_shm_owners *shm;	/* segments' owners (shm_owner.h) */
 	bool numa_held;
 	int filter_nthreads, filter_nalive;	/* tids in the filter */
 	struct cm_decoder *dec;

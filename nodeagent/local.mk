@@ -15,6 +15,7 @@ nodeagent_libagent_la_SOURCES = \
 	nodeagent/fault_sample.h nodeagent/fault_sample.c \
 	nodeagent/cma_trace.h nodeagent/cma_trace.c nodeagent/cma_pair.c \
 	nodeagent/cma_attrib.h nodeagent/cma_attrib.c \
+	nodeagent/shm_owner.h nodeagent/shm_owner.c \
 	nodeagent/sample_rate.h nodeagent/sample_rate.c
 nodeagent_libagent_la_CFLAGS = $(AM_CFLAGS) $(CAPSTONE_CFLAGS) $(HWLOC_CFLAGS) $(JANSSON_CFLAGS)
 nodeagent_libagent_la_LIBADD = lib/libcommap.la nodeagent/libnumab.la \
@@ -29,6 +30,7 @@ AGENT_TESTS = \
 	tests/unit/test_collect.t \
 	tests/unit/test_fault_sample.t \
 	tests/unit/test_cma_trace.t \
+	tests/unit/test_shm_owner.t \
 	tests/unit/test_tracepoint.t \
 	tests/unit/test_sample_rate.t
 check_PROGRAMS += $(AGENT_TESTS)
@@ -62,6 +64,9 @@ tests_unit_test_fault_sample_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.
 tests_unit_test_cma_trace_t_SOURCES = tests/unit/test_cma_trace.c
 tests_unit_test_cma_trace_t_CFLAGS = $(AGENT_TEST_CFLAGS)
 tests_unit_test_cma_trace_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.la $(AGENT_TEST_LDADD)
+tests_unit_test_shm_owner_t_SOURCES = tests/unit/test_shm_owner.c
+tests_unit_test_shm_owner_t_CFLAGS = $(AGENT_TEST_CFLAGS)
+tests_unit_test_shm_owner_t_LDADD = $(AGENT_TEST_LDADD)
 tests_unit_test_tracepoint_t_SOURCES = tests/unit/test_tracepoint.c \
 	tests/unit/tracepoint_test_util.h
 tests_unit_test_tracepoint_t_CFLAGS = $(AGENT_TEST_CFLAGS)
