@@ -54,11 +54,13 @@ chmod 755 "$work"
 trap 'rm -rf "$work"' EXIT
 
 ranks=$((nodes * 2))
+# --commap-mpi-traffic: Open MPI counts the bytes between ranks, so the
+# report shows what crosses nodes (the agents see only their own node).
 say "a job over $nodes nodes: $ranks MPI ranks (2 a node) x 2 OpenMP threads, a 2D halo exchange"
 echo "\$ srun -N $nodes -n $ranks --ntasks-per-node 2 -c 1 --mpi=pmix --commap=dynamic \\"
-echo "      wl-mpi-msg --pattern halo2d --threads 2 --bytes 65536 --seconds 4"
+echo "      --commap-mpi-traffic wl-mpi-msg --pattern halo2d --threads 2 --bytes 65536 --seconds 4"
 cx srun -N "$nodes" -n "$ranks" --ntasks-per-node 2 -c 1 --mpi=pmix \
-	--commap=dynamic -J demo-nodes bash -c \
+	--commap=dynamic --commap-mpi-traffic -J demo-nodes bash -c \
 	'[ "${SLURM_PROCID:-0}" = 0 ] && echo "$SLURM_JOB_ID" >"$0"; exec "$@"' \
 	"$work/job.id" "$wl/wl-mpi-msg" --pattern halo2d --threads 2 \
 	--bytes 65536 --seconds 4
