@@ -10,17 +10,22 @@
 #include "detect_table.h"
 
 /* One block and its recent sharers (SPCD Fig. 4: address, sharers, the
- * time stamp of each sharer's last access). */
+ * time stamp of each sharer's last access), the line (1/64 of the block)
+ * of each sharer's last access, and the lines marked as waited on. */
 struct entry {
 	uint64_t space, inode, block;
 	uint8_t used, shared, n;
+	uint8_t line[CM_DETECT_SHARERS];
 	int32_t thr[CM_DETECT_SHARERS];
 	uint64_t when[CM_DETECT_SHARERS];
+	uint64_t spin;		/* bit l: line l is waited on */
 };
 
 struct cm_detect_table {
 	struct cm_detect_config cfg;
 	unsigned shift;			/* log2(block_size) */
+	unsigned line_shift;		/* log2 of a line's bytes: 64 B, or
+					 * block_size / 64 above 4 KiB */
 	uint64_t mask;			/* slots - 1 */
 	struct cm_detect_stats st;
 	struct entry *e;
@@ -88,6 +93,7 @@ struct cm_detect_table *cm_detect_table_new(const struct cm_detect_config *c,
 	}
 	t->cfg = *c;
 	t->shift = (unsigned)__builtin_ctz(c->block_size);
+	t->line_shift = t->shift > 12 ? t->shift - 6 : 6;
 	t->mask = c->slots - 1;
 	return t;
 }
@@ -152,17 +158,34 @@ static int same_block(const struct entry *e, const struct cm_block_key *k,
 	       e->inode == k->inode && e->shared == (uint8_t)!!k->shared;
 }
 
-static void entry_init(struct entry *e, const struct cm_block_key *k,
-		       uint64_t block, int thread, uint64_t now)
+/* The block's entry for key: its own, or the one it would take. */
+static struct entry *slot_of(const struct cm_detect_table *t,
+			     const struct cm_block_key *k, uint64_t block)
 {
+	return &t->e[key_hash(k, block) & t->mask];
+}
+
+/* Which of the entry's 64 lines addr is on. */
+static unsigned line_of(const struct cm_detect_table *t, uint64_t addr)
+{
+	return (unsigned)(addr >> t->line_shift) & 63u;
+}
+
+/* Give slot e to the block (no sharer, no mark), counting what it
+ * replaced. */
+static void entry_take(struct cm_detect_table *t, struct entry *e,
+		       const struct cm_block_key *k, uint64_t block)
+{
+	if (e->used)
+		t->st.overwrites++;
+	else
+		t->st.inserts++;
+	memset(e, 0, sizeof(*e));
 	e->space = k->space;
 	e->inode = k->inode;
 	e->block = block;
 	e->shared = (uint8_t)!!k->shared;
 	e->used = 1;
-	e->n = 1;
-	e->thr[0] = thread;
-	e->when[0] = now;
 }
 
 static uint64_t time_diff(uint64_t a, uint64_t b)
@@ -184,31 +207,77 @@ static int fit_matrix(struct cm_matrix *m, const struct entry *e, int thread)
 	return cm_matrix_resize(m, need + 1);
 }
 
-/* Remember thread's access: refresh its stamp, take a free place, or
- * replace the sharer seen longest ago. */
+/* Remember thread's access on line l: refresh its stamp and line, take a
+ * free place, or replace the sharer seen longest ago. */
 static void remember(struct cm_detect_table *t, struct entry *e, int thread,
-		     uint64_t now)
+		     uint64_t now, unsigned l)
 {
-	int oldest = 0;
+	int at = 0;
 
 	for (int i = 0; i < e->n; i++) {
 		if (e->thr[i] == thread) {
 			if (now > e->when[i])
 				e->when[i] = now;
+			e->line[i] = (uint8_t)l;
 			return;
 		}
-		if (e->when[i] < e->when[oldest])
-			oldest = i;
+		if (e->when[i] < e->when[at])
+			at = i;
 	}
-	if (e->n < CM_DETECT_SHARERS) {
-		e->thr[e->n] = thread;
-		e->when[e->n] = now;
-		e->n++;
-		return;
-	}
-	t->st.sharer_evictions++;
-	e->thr[oldest] = thread;
-	e->when[oldest] = now;
+	if (e->n < CM_DETECT_SHARERS)
+		at = e->n++;
+	else
+		t->st.sharer_evictions++;
+	e->thr[at] = thread;
+	e->when[at] = now;
+	e->line[at] = (uint8_t)l;
+}
+
+int cm_detect_mark_spin(struct cm_detect_table *t,
+			const struct cm_block_key *key)
+{
+	uint64_t block, bit;
+	struct entry *e;
+
+	if (!t || !key)
+		return cm_errorf(NULL, EINVAL, "detect mark: bad argument");
+	block = key->addr >> t->shift;
+	e = slot_of(t, key, block);
+	if (!e->used || !same_block(e, key, block))
+		entry_take(t, e, key, block);
+	bit = 1ull << line_of(t, key->addr);
+	if (!(e->spin & bit))
+		t->st.spin_marks++;
+	e->spin |= bit;
+	return 0;
+}
+
+int cm_detect_spin_line(const struct cm_detect_table *t,
+			const struct cm_block_key *key)
+{
+	uint64_t block;
+	const struct entry *e;
+
+	if (!t || !key)
+		return 0;
+	block = key->addr >> t->shift;
+	e = slot_of(t, key, block);
+	if (!e->used || !same_block(e, key, block) || !e->spin)
+		return 0;
+	return e->spin >> line_of(t, key->addr) & 1u ? CM_DETECT_SPIN_LINE
+						    : CM_DETECT_SPIN_BLOCK;
+}
+
+/* Does sharer i of e count as a partner of an access on line l?  In a
+ * block holding waited-on lines, only a sharer on the same line does:
+ * such a page is synchronisation state, one object per line. */
+static int same_object(struct cm_detect_table *t, const struct entry *e,
+		       int i, unsigned l)
+{
+	if (!e->spin || e->line[i] == l)
+		return 1;
+	t->st.line_skips++;
+	return 0;
 }
 
 int cm_detect_access(struct cm_detect_table *t, struct cm_matrix *m,
@@ -218,18 +287,22 @@ int cm_detect_access(struct cm_detect_table *t, struct cm_matrix *m,
 	uint64_t block, window;
 	struct entry *e;
 	int events = 0;
+	unsigned l;
 
 	if (!t || !m || !key || thread < 0)
 		return cm_errorf(NULL, EINVAL, "detect access: bad argument");
 	block = key->addr >> t->shift;
-	e = &t->e[key_hash(key, block) & t->mask];
+	e = slot_of(t, key, block);
+	l = line_of(t, key->addr);
 	if (!e->used || !same_block(e, key, block)) {
-		if (e->used)
-			t->st.overwrites++;
-		else
-			t->st.inserts++;
-		entry_init(e, key, block, thread, now_ns);
+		entry_take(t, e, key, block);
+		remember(t, e, thread, now_ns, l);
 		t->st.accesses++;
+		return 0;
+	}
+	if (e->spin >> l & 1u) {
+		t->st.accesses++;
+		t->st.spin_refs++;
 		return 0;
 	}
 	if (fit_matrix(m, e, thread))
@@ -242,11 +315,13 @@ int cm_detect_access(struct cm_detect_table *t, struct cm_matrix *m,
 			t->st.out_of_window++;
 			continue;
 		}
+		if (!same_object(t, e, i, l))
+			continue;
 		if (cm_matrix_add(m, thread, e->thr[i], 1.0))
 			return -1;
 		events++;
 	}
-	remember(t, e, thread, now_ns);
+	remember(t, e, thread, now_ns, l);
 	t->st.accesses++;
 	t->st.events += (uint64_t)events;
 	return events;

@@ -14,6 +14,19 @@
  * longest ago.  Memory is bounded by the table size; an access is O(1) and
  * allocates nothing (except growing the matrix for a new thread index).
  *
+ * Lines waited on (spin lines): the evidence seam (evidence.h, "Runs")
+ * tells the table when a thread re-reads the cache line of its previous
+ * reference, with nothing else in between: a wait on a flag.  The line is
+ * marked in its block's entry (cm_detect_mark_spin): later references to
+ * it add no event (stats.spin_refs), and a block holding a marked line is
+ * seen by line: an access meets only the sharers whose last access was on
+ * its own line (stats.line_skips for the others).  Synchronisation state
+ * laid out one word per cache line in one page (a flag per thread, a
+ * barrier's counters) then stops making every thread that waits look
+ * like a partner of every other (SPCD §III-C-1: spatial false
+ * communication, here at the granularity of the block).  Marks live as
+ * long as the block's entry.
+ *
  * Keys (struct cm_block_key): private memory by (process, virtual address);
  * shared file and shm mappings by (device, inode, file offset), so that
  * processes mapping the same segment at different addresses (MPI ranks over
@@ -77,6 +90,10 @@ struct cm_detect_stats {
 	uint64_t overwrites;	/* blocks that replaced another (collision) */
 	uint64_t sharer_evictions;	/* sharers replaced by a fifth thread */
 	uint64_t out_of_window;	/* sharers ignored as too old */
+	uint64_t spin_marks;	/* lines newly marked as waited on */
+	uint64_t spin_refs;	/* accesses to a marked line: no event */
+	uint64_t line_skips;	/* sharers on another line of a block
+				 * holding a marked line: no event */
 };
 
 struct cm_detect_table;
@@ -104,6 +121,21 @@ int cm_detect_access(struct cm_detect_table *t, struct cm_matrix *m,
 
 void cm_detect_stats(const struct cm_detect_table *t,
 		     struct cm_detect_stats *st);
+
+/* Thread's reference to key continued a run on one cache line (a wait):
+ * mark the line in its block's entry, entering the block (with no
+ * sharer) if it is not in the table.  Marks cover 1/64 of a block (its
+ * cache line for blocks up to 4 KiB).  0, or -1/EINVAL. */
+int cm_detect_mark_spin(struct cm_detect_table *t,
+			const struct cm_block_key *key);
+
+/* What the marks say of key: CM_DETECT_SPIN_LINE its line is marked
+ * (cm_detect_access adds no event for it), CM_DETECT_SPIN_BLOCK another
+ * line of its block is, else 0 (also for bad arguments). */
+#define CM_DETECT_SPIN_BLOCK 1
+#define CM_DETECT_SPIN_LINE 2
+int cm_detect_spin_line(const struct cm_detect_table *t,
+			const struct cm_block_key *key);
 
 /* ---- /proc/PID/maps --------------------------------------------------- */
 

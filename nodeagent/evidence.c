@@ -13,8 +13,7 @@
 
 /* Does thread's reference to key at now_ns continue its run (evidence.h,
  * "Runs")?  If not, it starts a new one.  A run lasting longer than the
- * table's window counts again, so that a thread waiting on one line for
- * long stays a recent sharer of it. */
+ * table's window counts again. */
 static bool continues_run(struct cm_evidence_counts *n,
 			  const struct cm_detect_table *t, int thread,
 			  const struct cm_block_key *key, uint64_t now_ns)
@@ -44,7 +43,7 @@ int cm_evidence_add(struct cm_detect_table *t, struct cm_overlap *ov,
 		    const struct cm_block_key *key, uint64_t region, int cls,
 		    uint64_t now_ns, struct cm_evidence_counts *n)
 {
-	int ev;
+	int ev, spin;
 
 	if (!t || !m || !key || !n || thread < 0 || cls < 0 ||
 	    cls >= CM_REF_NCLASSES) {
@@ -55,11 +54,18 @@ int cm_evidence_add(struct cm_detect_table *t, struct cm_overlap *ov,
 	if (cls == CM_REF_STACK)
 		return 0;
 	if (continues_run(n, t, thread, key, now_ns)) {
+		/* A thread re-reading its line: a wait; the line is marked
+		 * (detect_table.h, "Lines waited on"). */
 		n->run_refs++;
-		return 0;
+		return cm_detect_mark_spin(t, key);
 	}
+	/* A waited-on line is no evidence; the rest of its block is seen
+	 * by line in the table, and the overlap cannot see lines. */
+	spin = cm_detect_spin_line(t, key);
 	ev = cm_detect_access(t, m, thread, key, now_ns);
-	if (ev < 0 || cls != CM_REF_DATA || !ov)
+	if (ev >= 0 && spin == CM_DETECT_SPIN_LINE)
+		n->spin_refs++;
+	if (ev < 0 || spin || cls != CM_REF_DATA || !ov)
 		return ev;
 	if (cm_overlap_add(ov, m, thread, key->space, key->inode,
 			   key->shared ? 0 : region, key->addr, now_ns) < 0)

@@ -25,10 +25,12 @@
  * see, and whose IP changes from sample to sample) from drowning the
  * evidence: a few flags read by every thread would otherwise outweigh the
  * buffers that pairs of threads really exchange.  Stack references do
- * not break a run (a spin loop's `lock or $0,(%rsp)` fence).  True
- * sharing still shows: another thread's reference to the line meets the
- * runner in the sharer table.  A run lasting longer than the table's
- * window counts again, so a long waiter stays a recent sharer.  The state
+ * not break a run (a spin loop's `lock or $0,(%rsp)` fence).  A run's
+ * first reference enters the table; its continuation marks its line as
+ * waited on (detect_table.h, "Lines waited on"): references to it, by any
+ * thread, are then counted (spin_refs) and enter neither the table's
+ * events nor the overlap, and the table sees the line's block by line.  A
+ * run lasting longer than the table's window counts again.  The state
  * is one line per thread, in CM_EVIDENCE_RUN_SLOTS slots by thread index
  * (tracker indices are never reused for another thread); two threads in
  * one slot only break each other's runs, which counts more, never less.
@@ -64,6 +66,7 @@ struct cm_evidence_run {
 struct cm_evidence_counts {
 	uint64_t refs[CM_REF_NCLASSES];	/* references seen per class */
 	uint64_t run_refs;	/* data and read-only ones continuing a run */
+	uint64_t spin_refs;	/* ones on a line waited on: no evidence */
 	struct cm_evidence_run runs[CM_EVIDENCE_RUN_SLOTS];
 };
 

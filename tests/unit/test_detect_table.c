@@ -5,7 +5,9 @@
  * time window drops old sharers; a fifth sharer evicts the oldest; hash
  * collisions overwrite; the block size sets the granularity; one shared
  * segment at different addresses in two processes is communication, private
- * memory at one address in two processes is not.  Then /proc/PID/maps
+ * memory at one address in two processes is not.  Lines waited on: a marked
+ * line adds no event, its block is seen by line, the marks go with the
+ * block's entry.  Then /proc/PID/maps
  * parsing on recorded text, a fake proc root and this process's own maps
  * (one memfd mapped twice gives one key).
  */
@@ -230,6 +232,99 @@ static void test_granularity(void)
 	cm_detect_table_free(t2m);
 }
 
+/* Mark the line of vaddr (process 1) as waited on. */
+static int mark(struct cm_detect_table *t, uint64_t vaddr)
+{
+	struct cm_block_key k;
+
+	cm_block_key_private(&k, 1, vaddr);
+	return cm_detect_mark_spin(t, &k);
+}
+
+static int is_spin(struct cm_detect_table *t, uint64_t vaddr)
+{
+	struct cm_block_key k;
+
+	cm_block_key_private(&k, 1, vaddr);
+	return cm_detect_spin_line(t, &k);
+}
+
+/* A marked line adds no event and is counted; the block's other lines
+ * meet only sharers on their own line; an unmarked block keeps SPCD's
+ * block granularity. */
+static void test_spin_lines(void)
+{
+	struct cm_detect_table *t = table(4096, 1024, 0);
+	struct cm_matrix *m = cm_matrix_new(4);
+	struct cm_detect_stats st;
+
+	acc(t, m, 0, 1, 0x10000, 1);
+	is_int(acc(t, m, 1, 1, 0x10040, 2), 1,
+	       "unmarked block: another line of it is shared");
+	is_int(is_spin(t, 0x10000), 0, "no mark: 0");
+	ok(mark(t, 0x10000) == 0 &&
+	   is_spin(t, 0x10000) == CM_DETECT_SPIN_LINE &&
+	   is_spin(t, 0x1003f) == CM_DETECT_SPIN_LINE &&
+	   is_spin(t, 0x10040) == CM_DETECT_SPIN_BLOCK,
+	   "a mark covers its 64 B line only; the block's other lines say so");
+	is_int(acc(t, m, 2, 1, 0x10008, 3), 0,
+	       "an access to the marked line: no event");
+	is_int(acc(t, m, 2, 1, 0x10080, 4), 0,
+	       "another line of a marked block: the sharers on other lines "
+	       "do not count");
+	is_int(acc(t, m, 3, 1, 0x100bf, 5), 1,
+	       "the same line of a marked block: its sharer counts");
+	ok(cm_matrix_get(m, 2, 3) == 1 && cm_matrix_get(m, 2, 0) == 0 &&
+	   cm_matrix_get(m, 3, 1) == 0, "only the pair on one line");
+	cm_detect_stats(t, &st);
+	ok(st.spin_marks == 1 && st.spin_refs == 1 && st.line_skips == 4 &&
+	   st.accesses == 5, "counted: 1 mark, 1 spin access, 4 line skips, "
+	   "5 accesses (%llu %llu %llu %llu)",
+	   (unsigned long long)st.spin_marks,
+	   (unsigned long long)st.spin_refs,
+	   (unsigned long long)st.line_skips,
+	   (unsigned long long)st.accesses);
+	mark(t, 0x10000);
+	cm_detect_stats(t, &st);
+	is_int((int)st.spin_marks, 1, "marking a marked line again: no new "
+	       "mark");
+	ok(mark(t, 0x20000) == 0 && is_spin(t, 0x20000),
+	   "a mark enters a block not in the table");
+	is_int(acc(t, m, 0, 1, 0x20040, 6), 0, "... with no sharer");
+	is_int(acc(t, m, 1, 1, 0x20040, 7), 1,
+	       "... and its other lines meet on one line");
+	cm_detect_table_clear(t);
+	ok(!is_spin(t, 0x10000), "clear: the marks are gone");
+	ok(cm_detect_mark_spin(NULL, NULL) == -1 && errno == EINVAL,
+	   "mark: NULL table: EINVAL");
+	ok(!cm_detect_spin_line(NULL, NULL), "spin line of NULL: 0");
+	cm_matrix_free(m);
+	cm_detect_table_free(t);
+}
+
+/* One slot: the block that takes it drops the marks of the one before.
+ * Above 4 KiB a mark covers 1/64 of the block. */
+static void test_spin_slots(void)
+{
+	struct cm_detect_table *t = table(4096, 1, 0);
+	struct cm_detect_table *big = table(64u << 10, 1024, 0);
+	struct cm_matrix *m = cm_matrix_new(2);
+
+	mark(t, 0x10000);
+	acc(t, m, 0, 1, 0x50000, 1);
+	ok(!is_spin(t, 0x10000), "a block overwriting the slot drops the "
+	   "marks");
+	acc(t, m, 0, 1, 0x10000, 2);
+	is_int(acc(t, m, 1, 1, 0x10000, 3), 1, "the line counts again");
+	mark(big, 0x100000);
+	ok(is_spin(big, 0x1003ff) == CM_DETECT_SPIN_LINE &&
+	   is_spin(big, 0x100400) == CM_DETECT_SPIN_BLOCK,
+	   "64 KiB blocks: a mark covers 1 KiB");
+	cm_matrix_free(m);
+	cm_detect_table_free(t);
+	cm_detect_table_free(big);
+}
+
 /* Two MPI-like ranks: one shm segment at different addresses (and, in B,
  * mapped from file offset 0x1000), private heaps at the same address. */
 static const char maps_a[] =
@@ -411,6 +506,8 @@ int main(void)
 	test_sharers();
 	test_collision_and_args();
 	test_granularity();
+	test_spin_lines();
+	test_spin_slots();
 	test_processes();
 	test_maps_parse();
 	test_maps_load();
