@@ -49,11 +49,19 @@ static void move_thread(struct agent *a, int i, int os)
 	if (a->cur_os[i] == os || !th->alive)
 		return;
 	if (!a->dry_run) {
-		if (!a->pin_ok || !cm_tracker_verify_thread(a->tr, i))
+		if (!a->pin_ok)
 			return;
+		/* a failure is recorded: the replay's timeline has it too */
+		if (!cm_tracker_verify_thread(a->tr, i)) {
+			cm_record_nopin(a->rec, ag_now(a), i, os, ESRCH);
+			return;
+		}
 		if (cm_pin_thread(cm_topo_hwloc(a->topo), a->allowed, th->tid,
 				  os, &err) < 0) {
-			if (errno == ESRCH)
+			int e = errno ? errno : EIO;
+
+			cm_record_nopin(a->rec, ag_now(a), i, os, e);
+			if (e == ESRCH)
 				return;
 			agent_warn("%s; the job runs unpinned from now on",
 				   err.text);
@@ -173,10 +181,15 @@ static void unpin_thread(struct agent *a, int i)
 	const struct cm_tracked_thread *th = cm_tracker_thread(a->tr, i);
 	struct cm_error err;
 
-	if (!cm_tracker_verify_thread(a->tr, i) ||
-	    cm_pin_thread_set(cm_topo_hwloc(a->topo), a->allowed, th->tid,
-			      a->allowed, &err) < 0)
+	if (!cm_tracker_verify_thread(a->tr, i)) {
+		cm_record_nopin(a->rec, ag_now(a), i, -1, ESRCH);
 		return;
+	}
+	if (cm_pin_thread_set(cm_topo_hwloc(a->topo), a->allowed, th->tid,
+			      a->allowed, &err) < 0) {
+		cm_record_nopin(a->rec, ag_now(a), i, -1, errno ? errno : EIO);
+		return;
+	}
 	a->cur_os[i] = -1;
 }
 

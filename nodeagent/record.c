@@ -189,6 +189,15 @@ void cm_record_access(struct cm_recorder *r, int i,
 			 (unsigned long long)region, cls));
 }
 
+void cm_record_nopin(struct cm_recorder *r, uint64_t t_ns, int i, int os,
+		     int err)
+{
+	if (!r || r->err || over_limit(r))
+		return;
+	check(r, fprintf(r->f, "nopin %llu %d %d %d\n",
+			 (unsigned long long)t_ns, i, os, err));
+}
+
 /* The topology lines: both or neither. */
 static void write_topology(struct cm_recorder *r, const struct cm_topo *topo)
 {

@@ -36,9 +36,10 @@
 
 #define CM_RECORD_FORMAT "commap-recording"
 /* Version 2 adds each access's mapping start and class (evidence.h);
- * version 3 the decisions' inputs (above).  Versions 1 and 2 are still
- * read (1: sharer table only; 1 and 2: one mapping at the end). */
-#define CM_RECORD_VERSION 3
+ * version 3 the decisions' inputs (above); version 4 the pins that
+ * failed ("nopin").  Older versions are still read (1: sharer table
+ * only; 1 and 2: one mapping at the end; 3: every pin made). */
+#define CM_RECORD_VERSION 4
 
 struct cm_recorder;
 
@@ -81,6 +82,13 @@ void cm_record_exit(struct cm_recorder *r, int i);
  * CPU and wait seconds (-1 unread). */
 void cm_record_snapshot(struct cm_recorder *r, char kind, uint64_t t_ns,
 			int n, const double *cpu, const double *wait);
+/* The agent's pin of thread index i to OS PU os (-1: back to the
+ * step's CPUs) at t_ns (the decision's time) failed with err: ESRCH the
+ * thread was gone (or its tid reused), another errno the kernel refused
+ * it (the agent then pins nothing more).  Pins that succeed are not
+ * written: the replay makes them. */
+void cm_record_nopin(struct cm_recorder *r, uint64_t t_ns, int i, int os,
+		     int err);
 /* An interval of interval_ms ended at t_ns (CLOCK_MONOTONIC), before its
  * decision; a checkpoint inside a long interval aged and folded at t_ns
  * (interval_ms 0: written as "checkpoint").  app_ns: the step's progress

@@ -332,6 +332,28 @@ static int on_exit_line(struct reader *r, char **w, int n)
 	return 0;
 }
 
+/* "nopin TIME I OS ERRNO" (version 4): a pin that failed. */
+static int on_nopin(struct reader *r, char **w, int n)
+{
+	struct cm_replay *rp = r->rp;
+	struct cm_replay_nopin p, *q;
+
+	if (r->version < 4 || n != 5 || word_u64(w[1], 10, &p.t_ns) ||
+	    word_int(w[2], 0, CM_REPLAY_MAX_THREADS - 1, &p.i) ||
+	    word_int(w[3], -1, 0x7fffffff, &p.os) ||
+	    word_int(w[4], 1, 4095, &p.err))
+		return bad(r, "want 'nopin TIME I OS ERRNO' (I < 4096, OS >= "
+			   "-1, ERRNO 1..4095, version 4)");
+	if (rp->nnopin >= CM_REPLAY_MAX_NOPIN)
+		return bad(r, "more than 65536 'nopin' lines");
+	q = realloc(rp->nopin, (size_t)(rp->nnopin + 1) * sizeof(*q));
+	if (!q)
+		return cm_errorf(r->err, ENOMEM, "recording: out of memory");
+	q[rp->nnopin++] = p;
+	rp->nopin = q;
+	return 0;
+}
+
 static int keep_text(struct reader *r, char **dst, const char *s)
 {
 	if (*dst)
@@ -365,8 +387,8 @@ static int on_trailer(struct reader *r, char **w, int n)
 		return 0;
 	}
 	return bad(r, "unknown line (want a, thread, exit, interval, "
-		   "checkpoint, snap, options, topology, cpuset, dry_run, "
-		   "mode, dropped or end)");
+		   "checkpoint, snap, nopin, options, topology, cpuset, "
+		   "dry_run, mode, dropped or end)");
 }
 
 /* The three header lines, in order. */
@@ -380,7 +402,7 @@ static int on_header(struct reader *r, char **w, int n)
 		if (n != 2 || strcmp(w[0], CM_RECORD_FORMAT) ||
 		    word_int(w[1], 0, 1000, &v))
 			return bad(r, "not a commap recording (want "
-				   "'" CM_RECORD_FORMAT " 3')");
+				   "'" CM_RECORD_FORMAT " 4')");
 		if (v < 1 || v > CM_RECORD_VERSION) {
 			char m[96];
 
@@ -450,6 +472,8 @@ static int on_line(struct reader *r, char *line)
 		return on_options(r, w, n);
 	if (strcmp(w[0], "exit") == 0)
 		return on_exit_line(r, w, n);
+	if (strcmp(w[0], "nopin") == 0)
+		return on_nopin(r, w, n);
 	return on_trailer(r, w, n);
 }
 
@@ -458,6 +482,7 @@ void cm_replay_free(struct cm_replay *rp)
 	if (!rp)
 		return;
 	free(rp->threads);
+	free(rp->nopin);
 	free(rp->synthetic);
 	free(rp->cpuset);
 	cm_matrix_free(rp->m);

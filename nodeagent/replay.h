@@ -39,6 +39,13 @@ struct cm_replay_thread {
 	int exited;		/* an "exit" line was read (version 3) */
 };
 
+/* A pin the agent could not make (version 4, record.h "nopin"). */
+struct cm_replay_nopin {
+	uint64_t t_ns;
+	int i, os, err;
+};
+#define CM_REPLAY_MAX_NOPIN 65536
+
 /* A parsed recording with its matrix rebuilt. */
 struct cm_replay {
 	uint64_t start_real_ns, start_mono_ns;
@@ -64,6 +71,9 @@ struct cm_replay {
 	char opt_mode[16];
 	int nintervals;		/* "interval" lines read */
 	uint64_t last_clock_ns;	/* the last interval or checkpoint */
+	/* version 4: the pins that failed, in the recording's order */
+	struct cm_replay_nopin *nopin;
+	int nnopin;
 };
 
 /* A clock line of a version 3 recording (record.h), given to the replay

@@ -33,9 +33,12 @@ struct rclock {
 	uint64_t t0_ns;
 	double near_seen;
 	struct cm_decide dec;
-	int guard_on;		/* the recorded run pinned */
+	int pinning;		/* the recorded run pinned (not dry) */
+	int guard_on;		/* ... and the progress guard watched */
 	struct cm_decide_guard g;
 	int *staged, nstaged;	/* the placement a mapping just left */
+	const struct cm_replay *first;	/* the pins that failed (nopin) */
+	int pin_ok;		/* no pin refused yet (the agent's pin_ok) */
 };
 
 static double at_s(const struct rclock *c, uint64_t t)
@@ -70,8 +73,46 @@ static int *alive_flags(const struct cm_replay *rp)
 	return alive;
 }
 
+/* What the agent's pin of thread i to os at t met (record.h, "nopin"):
+ * 0 it was made, else its errno. */
+static int pin_failed(const struct rclock *c, int i, int os, uint64_t t)
+{
+	for (int k = 0; k < c->first->nnopin; k++) {
+		const struct cm_replay_nopin *p = &c->first->nopin[k];
+
+		if (p->t_ns == t && p->i == i && p->os == os)
+			return p->err;
+	}
+	return 0;
+}
+
+/* A pin the kernel refused (not a thread gone): the agent warns and pins
+ * nothing more; the events are no longer corrected, nothing is judged. */
+static void pin_refused(struct rclock *c, int i, int os, int e)
+{
+	char w[160];
+
+	snprintf(w, sizeof(w), "pinning thread %d to PU %d failed: %s; the "
+		 "job runs unpinned from now on", i, os, strerror(e));
+	cm_agent_result_warn(c->res, w);
+	c->pin_ok = 0;
+	c->guard_on = 0;
+	c->near_seen = 1;
+}
+
+/* Move thread i to OS PU to at t, as the agent's pin did (made, or not
+ * made: the recording says which). */
 static void move(struct rclock *c, int i, int to, uint64_t t)
 {
+	int e = c->pinning ? pin_failed(c, i, to, t) : 0;
+
+	if (!c->pin_ok)
+		return;
+	if (e) {
+		if (e != ESRCH)
+			pin_refused(c, i, to, e);
+		return;
+	}
 	cm_agent_result_add_migration(c->res, at_s(c, t), i, c->cur_os[i],
 				      to);
 	c->cur_os[i] = to;
@@ -187,7 +228,7 @@ static int guard_undo(struct rclock *c, const struct cm_replay *rp,
 			continue;
 		if (prev >= 0)
 			move(c, i, prev, t);
-		else
+		else if (!c->pinning || !pin_failed(c, i, -1, t))
 			c->cur_os[i] = -1;
 	}
 	cm_decide_guard_undone(&c->g, t);
@@ -257,6 +298,8 @@ static int on_clock(void *ctx, const struct cm_replay *rp,
 	if (ev->interval_ms == 0)
 		return 0;
 	c->res->stats.intervals++;
+	if (!c->pin_ok)		/* the agent decides nothing more */
+		return 0;
 	if (ev->interval_ms != c->dec.interval_ms && !c->diverged) {
 		char w[160];
 
@@ -281,7 +324,9 @@ int cm_replay_clock_run(const char *text, size_t len,
 	struct rclock c = { .topo = topo, .res = res,
 			    .t0_ns = first->t0_ns,
 			    .near_seen = first->near_seen,
-			    .guard_on = !first->dry_run };
+			    .pinning = !first->dry_run,
+			    .guard_on = !first->dry_run, .first = first,
+			    .pin_ok = 1 };
 	struct cm_replay rp;
 	int rc = -1;
 

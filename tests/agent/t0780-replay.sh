@@ -149,6 +149,41 @@ ok "guard: no mapping within the backoff after the undo" \
 	py '(lambda t: all(e["t"] >= t[1]["t"] + 4.0 for e in t[2:]))(
 r[0]["timeline"])' "$T/g1.json"
 
+# Pins that failed (version 4, "nopin" lines): the same run with one of
+# its first mapping's pins met by a thread gone (ESRCH: that thread stays
+# unplaced, the others are pinned) or refused (EPERM: nothing pinned,
+# the job said to run unpinned, nothing judged).
+python3 - "$rec" "$T/q1.json" "$T/gone.rec" "$T/refused.rec" <<'EOF2'
+import json, sys
+L = open(sys.argv[1]).read().split("\n")
+r = json.load(open(sys.argv[2]))
+t0 = int(next(l for l in L if l.startswith("options ")).split()[1])
+mig = r["migrations"]
+t = t0 + int(round(mig[0]["t"] * 1e9))
+at = next(i for i, l in enumerate(L) if l.startswith("interval %d " % t))
+L[0] = "commap-recording 4"
+for out, (m, err) in zip(sys.argv[3:], ((mig[-1], 3), (mig[0], 1))):
+    K = L[:at + 1] + ["nopin %d %d %d %d" % (t, m["thread"], m["to"], err)] \
+        + L[at + 1:]
+    open(out, "w").write("\n".join(K))
+EOF2
+"$commap" replay "$T/gone.rec" >"$T/gone.json"
+ok "a pin met by a thread gone: that thread unplaced, the others pinned" \
+	py '(lambda a, b, i: b["timeline"][0]["t"] == a["timeline"][0]["t"] and
+b["timeline"][0]["pu_of_thread"] == [-1 if k == i else x for k, x in
+enumerate(a["timeline"][0]["pu_of_thread"])] and
+not [w for w in b.get("warnings", []) if "unpinned" in w])(
+r[0], r[1], r[0]["migrations"][-1]["thread"])' \
+	"$T/q1.json" "$T/gone.json"
+"$commap" replay "$T/refused.rec" >"$T/refused.json"
+"$commap" replay "$T/refused.rec" >"$T/refused2.json"
+ok "a pin refused: nothing pinned, the job said to run unpinned, no judgement" \
+	py 'not r[0].get("migrations") and
+all(x < 0 for x in r[0]["timeline"][0]["pu_of_thread"]) and
+[w for w in r[0]["warnings"] if "unpinned from now on" in w] and
+not r[0].get("guard", {}).get("checked")' "$T/refused.json"
+ok "a pin refused: the same bytes twice" cmp -s "$T/refused.json" \
+	"$T/refused2.json"
 # A stable pattern: one mapping, none after it, in every interval.
 rec="$recordings/pairs4-stable.rec"
 "$commap" replay "$rec" >"$T/s1.json" && "$commap" replay "$rec" >"$T/s2.json"

@@ -9,7 +9,8 @@
  * same matrix (the replay is deterministic); read with a clock hook
  * (version 3), it is called once per clock line and guard snapshot, with
  * times that never go back, and the events it is given weigh no more than
- * the matrix.
+ * the matrix; its pins that failed (version 4) are at most
+ * CM_REPLAY_MAX_NOPIN, of recorded thread indices, with an errno.
  */
 #include <math.h>
 #include <stdint.h>
@@ -81,6 +82,14 @@ static void check_accepted(const char *text, size_t size,
 		     "the matrix weighs the events and the overlap");
 	fuzz_require(rp->events == 0 || rp->accesses > 0, "events need "
 		     "accesses");
+	fuzz_require(rp->nnopin >= 0 && rp->nnopin <= CM_REPLAY_MAX_NOPIN &&
+		     (rp->nnopin == 0) == (rp->nopin == NULL),
+		     "the pins that failed, bounded");
+	for (int k = 0; k < rp->nnopin; k++)
+		fuzz_require(rp->nopin[k].i >= 0 &&
+			     rp->nopin[k].i < CM_REPLAY_MAX_THREADS &&
+			     rp->nopin[k].os >= -1 && rp->nopin[k].err > 0,
+			     "a failed pin names a thread, a PU and an errno");
 	fuzz_require(cm_replay_parse(text, size, &again, &err) == 0,
 		     "an accepted recording is accepted again");
 	fuzz_require(again.events == rp->events &&
@@ -99,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (cm_replay_parse(text, size, &rp, &err) < 0) {
 		fuzz_require(err.text[0] != '\0' && !rp.m && !rp.threads &&
-			     !rp.synthetic && !rp.cpuset,
+			     !rp.synthetic && !rp.cpuset && !rp.nopin,
 			     "a refused text leaves the replay empty, said why");
 		fuzz_require(strncmp(err.text, "recording: ", 11) == 0,
 			     "the message says it is the recording");

@@ -128,11 +128,12 @@ struct bad_case {
 };
 
 #define V3 "commap-recording 3\nstart 1 2\ndetect 4096 1024 0\n"
+#define V4 "commap-recording 4\nstart 1 2\ndetect 4096 1024 0\n"
 #define OPT "options 1 0.75 0.05 dynamic\n"
 
 static const struct bad_case bad[] = {
 	{ "", "ends inside its header" },
-	{ "commap-recording 4\n", "line 1: unsupported version 4" },
+	{ "commap-recording 5\n", "line 1: unsupported version 5" },
 	{ "commap-matrix 1\n", "line 1: not a commap recording" },
 	{ "commap-recording 1\nstart x 1\n", "line 2: want 'start" },
 	{ "commap-recording 1\nstart 1 2\ndetect 100 1024 0\n",
@@ -184,6 +185,12 @@ static const struct bad_case bad[] = {
 	  "line 6: a snapshot cut short" },
 	{ V3 "snap m 5 1\ns -2 1\n", "line 5: want 's CPU WAIT'" },
 	{ V3 OPT "interval 9 200\nsnap p 8 0\n", "line 6: time goes back" },
+	/* version 4: pins that failed */
+	{ V3 "nopin 5 1 0 1\n", "line 4: want 'nopin TIME I OS ERRNO'" },
+	{ V4 "nopin 5 1 0 0\n", "line 4: want 'nopin TIME I OS ERRNO'" },
+	{ V4 "nopin 5 4096 0 1\n", "line 4: want 'nopin" },
+	{ V4 "nopin 5 1 -2 1\n", "line 4: want 'nopin" },
+	{ V4 "nopin 5 1 0 1 0\n", "line 4: want 'nopin" },
 };
 
 static void test_bad(void)
@@ -283,11 +290,13 @@ static void test_clock(const char *path)
 		cm_record_snapshot(r, 'p', 2300, 3, cpu, wait);
 	}
 	cm_record_exit(r, 9);		/* never written: no identity */
+	cm_record_nopin(r, 2000, 4, 1, ESRCH);
+	cm_record_nopin(r, 2300, 2, -1, EPERM);
 	ok(cm_record_close(r, NULL, 1, "dynamic", &err) == 0, "closed (%s)",
 	   err.text);
 	text = slurp(path, &len);
 	ok(cm_replay_parse_clocked(text, len, &rp, on_clock, &c, &err) == 0,
-	   "version 3 read back (%s)", err.text);
+	   "version 4 read back (%s)", err.text);
 	ok(rp.has_options && rp.t0_ns == 7 && rp.alpha == 0.75 &&
 	   rp.gain == 0.05 && rp.near_seen == 0.4 &&
 	   strcmp(rp.opt_mode, "dynamic") == 0,
@@ -305,6 +314,10 @@ static void test_clock(const char *path)
 	ok(c.nsnap == 2 && c.snaps[0] == 'a' && c.snaps[1] == 'p' &&
 	   c.cpu1 == 0.125 && c.wait1 == 1e-9 && rp.last_clock_ns == 2300,
 	   "the guard's snapshots, the very same readings");
+	ok(rp.nnopin == 2 && rp.nopin[0].t_ns == 2000 && rp.nopin[0].i == 4 &&
+	   rp.nopin[0].os == 1 && rp.nopin[0].err == ESRCH &&
+	   rp.nopin[1].os == -1 && rp.nopin[1].err == EPERM,
+	   "the pins that failed, with their time, thread, PU and errno");
 	cm_replay_free(&rp);
 	free(text);
 }
