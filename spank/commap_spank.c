@@ -41,6 +41,7 @@
 
 #include "agent_launch.h"
 #include "mpi_traffic.h"
+#include "place_nodes.h"
 #include "spank_config.h"
 
 SPANK_PLUGIN(commap, 1);
@@ -145,7 +146,12 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	}
 	if (context == S_CTX_SLURMD || context == S_CTX_JOB_SCRIPT)
 		return 0;
-	return register_options(sp);
+	/* srun reads SLURM_HOSTFILE next: the placement is decided now */
+	if (context == S_CTX_LOCAL && !ctx.disabled)
+		cm_place_nodes_srun(ctx.cfg.agent, ctx.cfg.service, 0);
+	if (register_options(sp) < 0)
+		return -1;
+	return cm_place_nodes_register(sp);
 }
 
 static int step_is_tracked(spank_t sp)
@@ -446,7 +452,8 @@ static void traffic_setup(spank_t sp)
 	struct cm_error err;
 
 	if (ctx.disabled || effective_mode()->mode == CM_MODE_OFF ||
-	    !(ctx.traffic_set || ctx.cfg.mpi_traffic) || !step_is_tracked(sp))
+	    !(ctx.traffic_set || ctx.cfg.mpi_traffic ||
+	      cm_place_nodes_asked()) || !step_is_tracked(sp))
 		return;
 	spank_get_item(sp, S_JOB_UID, &uid);
 	spank_get_item(sp, S_JOB_GID, &gid);
@@ -478,6 +485,8 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
  * agent, nobody reads it. */
 int slurm_spank_exit(spank_t sp, int ac, char **av)
 {
+	if (spank_context() == S_CTX_LOCAL)
+		cm_place_nodes_srun_exit();
 	if (spank_context() != S_CTX_REMOTE)
 		return 0;
 	note_agent_death();

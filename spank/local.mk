@@ -7,6 +7,7 @@ commapplugindir = $(pkglibdir)
 commapplugin_LTLIBRARIES = spank/commap_spank.la
 spank_commap_spank_la_SOURCES = \
 	spank/commap_spank.c \
+	spank/place_nodes.h spank/place_nodes.c \
 	spank/spank_config.h spank/spank_config.c \
 	spank/agent_launch.h spank/agent_launch.c \
 	spank/mpi_traffic.h spank/mpi_traffic.c \
@@ -35,3 +36,16 @@ tests_unit_test_agent_launch_t_SOURCES = tests/unit/test_agent_launch.c \
 	spank/agent_launch.c
 tests_unit_test_agent_launch_t_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/spank
 tests_unit_test_agent_launch_t_LDADD = $(UNIT_LDADD)
+
+# commap-place-nodes: run by the plugin inside srun for
+# --commap-place-nodes (spank/place_nodes_tool.c); the plugin runs the
+# one next to the agent.  Plain POSIX, built whenever the agent's
+# libraries are.
+placenodesdir = $(libexecdir)/commap
+placenodes_PROGRAMS = spank/commap-place-nodes
+spank_commap_place_nodes_SOURCES = spank/place_nodes_tool.c \
+	nodeagent/app_identity.h nodeagent/app_identity.c
+spank_commap_place_nodes_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) \
+	$(CRYPTO_CFLAGS) -I$(top_srcdir)/nodeagent -pthread
+spank_commap_place_nodes_LDADD = nodeagent/libupload.la lib/libcommap.la \
+	$(HWLOC_LIBS) $(JANSSON_LIBS) $(CRYPTO_LIBS) -lpthread -lm

@@ -16,7 +16,8 @@ E2E_TESTS = \
 	tests/e2e/t0580-cgroup.sh \
 	tests/e2e/t0590-mpi-messages.sh \
 	tests/e2e/t0595-hostile-user.sh \
-	tests/e2e/t0597-multinode.sh
+	tests/e2e/t0597-multinode.sh \
+	tests/e2e/t0598-place-nodes.sh
 TESTS += $(E2E_TESTS)
 EXTRA_DIST += $(E2E_TESTS) tests/e2e/e2e-lib.sh \
 	tests/e2e/recording-agent.sh tests/e2e/stuck-agent.sh \

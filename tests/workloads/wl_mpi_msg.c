@@ -1,13 +1,16 @@
 /* wl_mpi_msg.c: MPI ranks on one node that talk by message passing.
  *
  *   wl-mpi-msg [--pattern P] [--bytes B] [--seconds S] [--iters N]
- *              [--nonblocking] [--threads T] [--report]
+ *              [--nonblocking] [--threads T] [--report] [--stride K]
  *
  * Patterns over the R ranks of MPI_COMM_WORLD, one exchange per
  * iteration:
  *   ring      each rank sends B bytes to rank+1 and receives from rank-1
  *             (periodic; MPI_Sendrecv, or MPI_Isend/MPI_Irecv)
- *   pairs     ranks (0,1) (2,3) ... exchange B bytes both ways
+ *   pairs     ranks (0,1) (2,3) ... exchange B bytes both ways; with
+ *             --stride K, rank r and r + K in each block of 2K ranks
+ *             ((0,3) (1,4) (2,5) for K = 3): partners that block
+ *             distribution puts on different nodes
  *   halo2d    a periodic 2D grid (MPI_Dims_create, MPI_Cart_create):
  *             B bytes to each of the 4 neighbours and from them
  *   alltoall  MPI_Alltoall of B bytes per pair
@@ -55,6 +58,7 @@ struct msg_opts {
 	int nonblocking;
 	int threads;
 	int report;
+	int stride;
 };
 
 struct msg_peers {
@@ -76,7 +80,8 @@ static void usage_exit(int rank, const char *why)
 		fprintf(stderr, "wl-mpi-msg: %s\nusage: wl-mpi-msg [--pattern "
 			"ring|pairs|halo2d|alltoall|bcast|reduce] [--bytes "
 			"64..4194304] [--seconds S] [--iters N] "
-			"[--nonblocking] [--threads T] [--report]\n", why);
+			"[--nonblocking] [--threads T] [--report] "
+			"[--stride K]\n", why);
 	MPI_Finalize();
 	exit(2);
 }
@@ -101,7 +106,7 @@ static long num_arg(int rank, const char *opt, const char *v, long lo,
 
 static void parse(struct msg_opts *o, int argc, char **argv, int rank)
 {
-	*o = (struct msg_opts){ "ring", 65536, 3.0, 0, 0, 1, 0 };
+	*o = (struct msg_opts){ "ring", 65536, 3.0, 0, 0, 1, 0, 1 };
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -119,13 +124,15 @@ static void parse(struct msg_opts *o, int argc, char **argv, int rank)
 			o->nonblocking = 1;
 		else if (!strcmp(a, "--report"))
 			o->report = 1;
+		else if (!strcmp(a, "--stride"))
+			o->stride = (int)num_arg(rank, a, v, 1, 1 << 20), i++;
 		else
 			usage_exit(rank, "unknown option");
 	}
 }
 
 /* Point-to-point patterns: whom each rank sends to and receives from. */
-static int peers_of(const char *pattern, int rank, int size,
+static int peers_of(const char *pattern, int stride, int rank, int size,
 		    struct msg_peers *p, MPI_Comm *cart)
 {
 	p->n = 0;
@@ -134,8 +141,11 @@ static int peers_of(const char *pattern, int rank, int size,
 		p->from[0] = (rank + size - 1) % size;
 		p->n = 1;
 	} else if (!strcmp(pattern, "pairs")) {
-		if ((rank ^ 1) < size) {
-			p->to[0] = p->from[0] = rank ^ 1;
+		int partner = (rank / stride) % 2 ? rank - stride :
+			      rank + stride;
+
+		if (partner < size) {
+			p->to[0] = p->from[0] = partner;
 			p->n = 1;
 		}
 	} else if (!strcmp(pattern, "halo2d")) {
@@ -240,7 +250,7 @@ int main(int argc, char **argv)
 	parse(&o, argc, argv, rank);
 	coll = !strcmp(o.pattern, "alltoall") || !strcmp(o.pattern, "bcast")
 	       || !strcmp(o.pattern, "reduce");
-	if (!coll && peers_of(o.pattern, rank, size, &p, &cart))
+	if (!coll && peers_of(o.pattern, o.stride, rank, size, &p, &cart))
 		usage_exit(rank, "unknown pattern");
 	sbuf = malloc((size_t)o.bytes * (size_t)size);
 	rbuf = malloc((size_t)o.bytes * (size_t)(size > 4 ? size : 4));
