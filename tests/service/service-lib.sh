@@ -10,6 +10,10 @@
 #   req USER METHOD PATH [curl args...]   sets $code and $body;
 #                              USER "-" sends no credential
 #   jq_py EXPR                 evaluate a Python expression on $body (as j)
+#   service_setup [--users N] [--cli] [--title TEXT] [CONF-LINE...]
+#                              what the tests begin with (below)
+#   as USER ARGS...            $commap as USER against the service
+#   has/lacks WHAT TEXT NEEDLE a test that TEXT holds NEEDLE (or not)
 
 service="$top_builddir/service/commap-service"
 svc_pid=
@@ -151,4 +155,59 @@ doc = {
 }
 json.dump(doc, open(path, "w"))
 PY
+}
+
+# test_users N: the test users A, B and C (the first N of them; C is an
+# admin, in commap-test-adm) and their uids uid_a, uid_b, uid_c.
+test_users() {
+	A=commap-test-a B=commap-test-b C=commap-test-c
+	[ "$1" -lt 1 ] || { make_user $A && uid_a=$(id -u $A); } || return 1
+	[ "$1" -lt 2 ] || { make_user $B && uid_b=$(id -u $B); } || return 1
+	[ "$1" -lt 3 ] || { make_user $C commap-test-adm &&
+		uid_c=$(id -u $C); } || return 1
+}
+
+# service_setup [--users N] [--cli] [--title TEXT] [CONF-LINE...]: skip
+# unless root, munge, curl and python3 are there; with --users, the first
+# N test users (test_users); with --cli, $commap where they can run it;
+# then $T/svc.conf (the database in $T, each CONF-LINE, 2 threads unless a
+# line sets them) and the service started on it, as the test "the service
+# starts[ TITLE]".
+service_setup() {
+	local users=0 cli= title=
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--users) users=$2; shift 2 ;;
+		--cli) cli=1; shift ;;
+		--title) title=" $2"; shift 2 ;;
+		*) break ;;
+		esac
+	done
+	need_root_and_munge
+	command -v python3 >/dev/null || skip_all "python3 is not installed"
+	test_users "$users" || skip_all "cannot create the test users"
+	[ -z "$cli" ] || commap_for_users
+	{
+		echo "database = $T/svc.db"
+		[ $# -eq 0 ] || printf '%s\n' "$@"
+		printf '%s\n' "$@" | grep -q '^threads *=' || echo "threads = 2"
+	} >"$T/svc.conf"
+	ok "the service starts$title" start_service "$T/svc.conf"
+}
+
+# as USER ARGS...: $commap ARGS run as USER against this test's service,
+# without a user configuration or colours ($status, $out, $err);
+# COLUMNS=$as_columns when the test sets it.
+as() {
+	local u=$1
+	shift
+	run runuser -u "$u" -- env COMMAP_SERVICE="$url" COMMAP_CONFIG= \
+		NO_COLOR= ${as_columns:+COLUMNS=$as_columns} "$commap" "$@"
+}
+
+has() {	# has WHAT TEXT NEEDLE: grep -F
+	ok "$1" sh -c 'printf "%s" "$1" | grep -qF -- "$2"' _ "$2" "$3"
+}
+lacks() {
+	ok "$1" sh -c '! printf "%s" "$1" | grep -qF -- "$2"' _ "$2" "$3"
 }

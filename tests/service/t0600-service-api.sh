@@ -4,23 +4,10 @@
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/service/service-lib.sh"
 
-need_root_and_munge
-A=commap-test-a B=commap-test-b C=commap-test-c
-make_user $A && make_user $B && make_user $C commap-test-adm ||
-	skip_all "cannot create the test users"
-uid_a=$(id -u $A) uid_b=$(id -u $B)
+service_setup --users 3 --title "on a free loopback port" \
+	"# test configuration" "admins = @commap-test-adm" \
+	"writers = commap-test-b" "max_body = 64k" "log_level = debug"
 jobs_of() { jq_py '",".join(str(x["job"]) for x in j["jobs"])'; }
-
-cat >"$T/svc.conf" <<CONF
-# test configuration
-database = $T/svc.db
-admins = @commap-test-adm
-writers = $B
-max_body = 64k
-log_level = debug
-threads = 2
-CONF
-ok "the service starts on a free loopback port" start_service "$T/svc.conf"
 
 # --- no authentication needed -------------------------------------------------
 req - GET /healthz

@@ -7,13 +7,8 @@
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/service/service-lib.sh"
 
-need_root_and_munge
+service_setup "threads = 4"
 n=${COMMAP_KILL_UPLOADS:-300}
-cat >"$T/svc.conf" <<CONF
-database = $T/svc.db
-threads = 4
-CONF
-ok "the service starts" start_service "$T/svc.conf"
 : >"$T/acks"
 python3 "$top_srcdir/tests/service/upload-stream.py" "$url" "$n" 4 \
 	"$T/acks" 60 >"$T/stream.out" 2>&1 &

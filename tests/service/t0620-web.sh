@@ -5,30 +5,18 @@
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/service/service-lib.sh"
 
-need_root_and_munge
-command -v python3 >/dev/null || skip_all "python3 is not installed"
-A=commap-test-a B=commap-test-b C=commap-test-c
-make_user $A && make_user $B && make_user $C commap-test-adm ||
-	skip_all "cannot create the test users"
-uid_a=$(id -u $A) uid_b=$(id -u $B)
-check="python3 $top_srcdir/tests/service/web-check.py"
-page() { cp "$T/body" "$T/$1"; }
-has() { grep -q -- "$1" "$T/body"; }
-
 # The secret the reverse proxy and the service share (trusted-header).
 secret=proxy-secret-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
 printf '%s\n' "$secret" >"$T/proxy.secret"
 chmod 600 "$T/proxy.secret"
 P="X-Commap-Proxy-Secret: $secret"
-cat >"$T/svc.conf" <<CONF
-database = $T/svc.db
-admins = @commap-test-adm
-threads = 2
-web_auth = trusted-header
-web_user_header = X-Test-User
-web_proxy_secret_file = $T/proxy.secret
-CONF
-ok "the service starts (web_auth = trusted-header)" start_service "$T/svc.conf"
+service_setup --users 3 --title "(web_auth = trusted-header)" \
+	"admins = @commap-test-adm" "web_auth = trusted-header" \
+	"web_user_header = X-Test-User" \
+	"web_proxy_secret_file = $T/proxy.secret"
+check="python3 $top_srcdir/tests/service/web-check.py"
+page() { cp "$T/body" "$T/$1"; }
+has() { grep -q -- "$1" "$T/body"; }
 
 # --- results: A's 4-thread job with hostile strings, A's 256-thread job,
 # B's job, and a job-less result of A's -------------------------------------

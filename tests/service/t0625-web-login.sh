@@ -6,13 +6,8 @@
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/service/service-lib.sh"
 
-need_root_and_munge
-command -v python3 >/dev/null || skip_all "python3 is not installed"
-A=commap-test-a B=commap-test-b C=commap-test-c
-make_user $A && make_user $B && make_user $C commap-test-adm ||
-	skip_all "cannot create the test users"
-uid_a=$(id -u $A) uid_b=$(id -u $B)
-commap_for_users
+service_setup --users 3 --cli \
+	--title "(web_auth = munge, the default)" "admins = @commap-test-adm"
 has() { grep -q -- "$1" "$T/body"; }
 header() { sed -n "s/^$1: *//Ip" "$T/headers" | tr -d '\r'; }
 # open LINK [curl args]: GET without credential; $code, $T/headers, $body.
@@ -28,14 +23,6 @@ link_of() {
 	run runuser -u "$1" -- "$commap" web --service "$url"
 	link=$(printf '%s\n' "$out" | sed -n 's/^open in a browser on this machine: \(http[^ ]*\) (valid .*, once)$/\1/p')
 }
-
-cat >"$T/svc.conf" <<CONF
-database = $T/svc.db
-admins = @commap-test-adm
-threads = 2
-CONF
-ok "the service starts (web_auth = munge, the default)" \
-	start_service "$T/svc.conf"
 make_result "$T/a.json" 2101 "$uid_a" $A
 make_result "$T/b.json" 2102 "$uid_b" $B
 for f in a b; do

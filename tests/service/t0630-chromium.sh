@@ -12,16 +12,8 @@
 
 chromium=${COMMAP_CHROMIUM:-/usr/bin/chromium}
 [ -x "$chromium" ] || skip_all "$chromium is missing (apt-get install chromium)"
-need_root_and_munge
-command -v python3 >/dev/null || skip_all "python3 is not installed"
+service_setup --title "(web_auth = none)" "web_auth = none"
 check="python3 $top_srcdir/tests/service/web-check.py"
-
-cat >"$T/svc.conf" <<CONF
-database = $T/svc.db
-threads = 2
-web_auth = none
-CONF
-ok "the service starts (web_auth = none)" start_service "$T/svc.conf"
 make_result "$T/r.json" 3001 0 root 4.0 64
 python3 - "$T/r.json" <<'PY'
 import json, sys

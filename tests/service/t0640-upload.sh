@@ -6,20 +6,10 @@
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/service/service-lib.sh"
 
-need_root_and_munge
 drv="$top_builddir/tests/service/upload_driver"
 [ -x "$drv" ] || skip_all "tests/service/upload_driver was not built"
-A=commap-test-a
-make_user $A || skip_all "cannot create the test users"
-uid_a=$(id -u $A)
+service_setup --users 1 "max_body = 64k"
 spool="$T/spool"
-
-cat >"$T/svc.conf" <<CONF
-database = $T/svc.db
-max_body = 64k
-threads = 2
-CONF
-ok "the service starts" start_service "$T/svc.conf"
 svc_port=$port
 
 # deliver FILE [driver options]: sets $status, $out, $err

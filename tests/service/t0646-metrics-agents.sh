@@ -9,14 +9,7 @@
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/service/service-lib.sh"
 
-need_root_and_munge
-command -v python3 >/dev/null || skip_all "python3 is not installed"
-
-cat >"$T/svc.conf" <<CONF
-database = $T/svc.db
-threads = 2
-CONF
-ok "the service starts" start_service "$T/svc.conf"
+service_setup
 
 # variant FILE JOB PYTHON: make_result's document for JOB, changed by
 # PYTHON (d is the document, tl its timeline entry).

@@ -5,34 +5,10 @@
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/service/service-lib.sh"
 
-need_root_and_munge
-commap_for_users
-A=commap-test-a B=commap-test-b
-make_user $A && make_user $B || skip_all "cannot create the test users"
-uid_a=$(id -u $A) uid_b=$(id -u $B)
+service_setup --users 2 --cli
 chmod 755 "$T"
 mkdir "$T/out-a" && chown $A "$T/out-a"	# where A may write files
 
-cat >"$T/svc.conf" <<CONF
-database = $T/svc.db
-threads = 2
-CONF
-ok "the service starts" start_service "$T/svc.conf"
-
-# as USER commap ARGS...: sets $status, $out, $err (the user's munge
-# credential; the service found through COMMAP_SERVICE)
-as() {
-	local u=$1
-	shift
-	run runuser -u "$u" -- env COMMAP_SERVICE="$url" COMMAP_CONFIG= \
-		NO_COLOR= "$commap" "$@"
-}
-has() {	# has WHAT TEXT NEEDLE: grep -F
-	ok "$1" sh -c 'printf "%s" "$1" | grep -qF -- "$2"' _ "$2" "$3"
-}
-lacks() {
-	ok "$1" sh -c '! printf "%s" "$1" | grep -qF -- "$2"' _ "$2" "$3"
-}
 same_json() {	# same_json WHAT FILE1 FILE2: equal as JSON values
 	ok "$1" python3 -c '
 import json, sys

@@ -10,25 +10,7 @@
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/service/service-lib.sh"
 
-need_root_and_munge
-command -v python3 >/dev/null || skip_all "python3 is not installed"
-commap_for_users
-A=commap-test-a B=commap-test-b
-make_user $A && make_user $B || skip_all "cannot create the test users"
-uid_b=$(id -u $B)
-
-as() {	# as USER commap ARGS...: $status, $out, $err
-	local u=$1
-	shift
-	run runuser -u "$u" -- env COMMAP_SERVICE="$url" COMMAP_CONFIG= \
-		NO_COLOR= "$commap" "$@"
-}
-has() {	# has WHAT TEXT NEEDLE: grep -F
-	ok "$1" sh -c 'printf "%s" "$1" | grep -qF -- "$2"' _ "$2" "$3"
-}
-lacks() {
-	ok "$1" sh -c '! printf "%s" "$1" | grep -qF -- "$2"' _ "$2" "$3"
-}
+service_setup --users 2 --cli
 
 # Another command's option is named as typed, not by its value.
 run "$commap" apps --user x
@@ -82,12 +64,6 @@ has "  one line: what answered at /healthz" "$out" \
 	"FAIL  reachable        $www/healthz answered HTTP 404 with an HTML page"
 lacks "  no 'reachable not found'" "$err$out" "reachable not found"
 lacks "  never its page" "$err$out" "WELCOME-TO-ANOTHER-SERVER"
-
-cat >"$T/svc.conf" <<CONF
-database = $T/svc.db
-threads = 2
-CONF
-ok "the service starts" start_service "$T/svc.conf"
 
 # B's run, which makes B a learned model.
 make_result "$T/b.json" 4002 "$uid_b" $B 7.0 4

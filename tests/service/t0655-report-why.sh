@@ -8,30 +8,9 @@
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/service/service-lib.sh"
 
-need_root_and_munge
-commap_for_users
-A=commap-test-a
-make_user $A || skip_all "cannot create the test user"
-uid_a=$(id -u $A)
+service_setup --users 1 --cli
+as_columns=100
 
-cat >"$T/svc.conf" <<CONF
-database = $T/svc.db
-threads = 2
-CONF
-ok "the service starts" start_service "$T/svc.conf"
-
-as() {
-	local u=$1
-	shift
-	run runuser -u "$u" -- env COMMAP_SERVICE="$url" COMMAP_CONFIG= \
-		NO_COLOR= COLUMNS=100 "$commap" "$@"
-}
-has() {
-	ok "$1" sh -c 'printf "%s" "$1" | grep -qF -- "$2"' _ "$2" "$3"
-}
-lacks() {
-	ok "$1" sh -c '! printf "%s" "$1" | grep -qF -- "$2"' _ "$2" "$3"
-}
 # before WHAT TEXT FIRST SECOND: FIRST's line comes before SECOND's
 before() {
 	ok "$1" python3 -c '

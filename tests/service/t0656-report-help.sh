@@ -8,27 +8,8 @@
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/service/service-lib.sh"
 
-need_root_and_munge
-commap_for_users
-A=commap-test-a B=commap-test-b
-make_user $A && make_user $B || skip_all "cannot create the test users"
-uid_a=$(id -u $A) uid_b=$(id -u $B)
-
-cat >"$T/svc.conf" <<CONF
-database = $T/svc.db
-threads = 2
-CONF
-ok "the service starts" start_service "$T/svc.conf"
-
-as() {
-	local u=$1
-	shift
-	run runuser -u "$u" -- env COMMAP_SERVICE="$url" COMMAP_CONFIG= \
-		NO_COLOR= COLUMNS=100 "$commap" "$@"
-}
-has() {
-	ok "$1" sh -c 'printf "%s" "$1" | grep -qF -- "$2"' _ "$2" "$3"
-}
+service_setup --users 2 --cli
+as_columns=100
 
 # upload JOB UID USER START SECONDS [THREADS]: two pairs (0-1, 2-3)
 # pinned pair by pair on two packages of two cores, SECONDS long.

@@ -9,22 +9,9 @@
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/service/service-lib.sh"
 
-need_root_and_munge
-commap_for_users
-command -v python3 >/dev/null || skip_all "python3 is not installed"
-A=commap-test-a B=commap-test-b C=commap-test-c
-make_user $A && make_user $B && make_user $C commap-test-adm ||
-	skip_all "cannot create the test users"
-uid_a=$(id -u $A) uid_b=$(id -u $B)
+service_setup --users 3 --cli "admins = @commap-test-adm"
 H=sha256:$(printf 'pairs' | sha256sum | cut -c1-64)
 H2=sha256:$(printf 'pairs, rebuilt' | sha256sum | cut -c1-64)
-
-cat >"$T/svc.conf" <<CONF
-database = $T/svc.db
-admins = @commap-test-adm
-threads = 2
-CONF
-ok "the service starts" start_service "$T/svc.conf"
 
 # pairs_result FILE JOB UID USER STARTED ORDER EDGES PUS: 4 threads of one
 # rank in the document order ORDER (identity indices), edges and final

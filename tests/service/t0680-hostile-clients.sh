@@ -7,25 +7,13 @@
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/service/service-lib.sh"
 
-need_root_and_munge
-command -v python3 >/dev/null || skip_all "python3 is not installed"
-A=commap-test-a
-make_user $A || skip_all "cannot create the test users"
+# Idle timeout and request deadline short enough for a test, long enough
+# that a busy machine still finishes what the test holds.
+service_setup --users 1 "max_connections = 1024" \
+	"per_ip_connections = 48" "timeout = 30" "request_timeout = 6"
 flood="python3 $top_srcdir/tests/service/conn-flood.py"
 # j EXPR: a field of the last flood's JSON report
 j() { printf '%s' "$rep" | python3 -c "import json,sys; r=json.load(sys.stdin); print($1)"; }
-
-# Idle timeout and request deadline short enough for a test, long enough
-# that a busy machine still finishes what the test holds.
-cat >"$T/svc.conf" <<CONF
-database = $T/svc.db
-threads = 2
-max_connections = 1024
-per_ip_connections = 48
-timeout = 30
-request_timeout = 6
-CONF
-ok "the service starts" start_service "$T/svc.conf"
 
 # --- 320 idle and trickling connections from 8 addresses ---------------------
 rep=$($flood --port "$port" --pid "$svc_pid" --idle 160 --trickle 160 \

@@ -6,18 +6,7 @@
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/service/service-lib.sh"
 
-need_root_and_munge
-command -v python3 >/dev/null || skip_all "python3 is not installed"
-A=commap-test-a B=commap-test-b
-make_user $A && make_user $B || skip_all "cannot create the test users"
-uid_a=$(id -u $A) uid_b=$(id -u $B)
-commap_for_users
-
-cat >"$T/svc.conf" <<CONF
-database = $T/svc.db
-threads = 2
-CONF
-ok "the service starts" start_service "$T/svc.conf"
+service_setup --users 2 --cli
 
 # variant SRC DST KEY=JSON...: a copy of a result with top-level fields set
 variant() {

@@ -7,16 +7,7 @@
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/service/service-lib.sh"
 
-need_root_and_munge
-command -v python3 >/dev/null || skip_all "python3 is not installed"
-A=commap-test-a B=commap-test-b
-make_user $A && make_user $B || skip_all "cannot create the test users"
-uid_a=$(id -u $A) uid_b=$(id -u $B)
-
-cat >"$T/svc.conf" <<CONF
-database = $T/svc.db
-threads = 2
-CONF
+service_setup --users 2
 
 # sql QUERY: one value from the service's database (read-only)
 sql() {
@@ -39,8 +30,6 @@ upload() {	# JOB UID USER
 		--data-binary @"$T/r$1.json"
 	[ "$code" = 201 ]
 }
-
-ok "the service starts" start_service "$T/svc.conf"
 ok "A's first run is stored" upload 3001 "$uid_a" $A
 ok "B's first run is stored" upload 3002 "$uid_b" $B
 ok "both are folded into a model each" \

@@ -9,22 +9,10 @@
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/service/service-lib.sh"
 
-need_root_and_munge
-command -v python3 >/dev/null || skip_all "python3 is not installed"
-A=commap-test-a B=commap-test-b C=commap-test-c
-make_user $A && make_user $B && make_user $C commap-test-adm ||
-	skip_all "cannot create the test users"
-uid_a=$(id -u $A) uid_b=$(id -u $B)
+service_setup --users 3 "admins = @commap-test-adm"
 check="python3 $top_srcdir/tests/service/web-check.py"
 has() { ok "$1" sh -c 'printf "%s" "$1" | grep -qF -- "$2"' _ "$body" "$2"; }
 lacks() { ok "$1" sh -c '! printf "%s" "$1" | grep -qF -- "$2"' _ "$body" "$2"; }
-
-cat >"$T/svc.conf" <<CONF
-database = $T/svc.db
-admins = @commap-test-adm
-threads = 2
-CONF
-ok "the service starts" start_service "$T/svc.conf"
 
 # prepare FILE JOB UID USER START SECONDS [NODE] [EXE]: a 4-thread
 # stencil run of SECONDS on NODE; upload: the same, posted.
