@@ -220,6 +220,34 @@ static int adapt_step(struct cm_collector *c, uint64_t app_d,
 	return 1;
 }
 
+/* Threads that work: those with at least a tenth of the busiest one's
+ * CPU time (an idle main thread or a helper does not need evidence). */
+static int threads_working(const double *cpu_s, int n)
+{
+	double most = 0;
+	int k = 0;
+
+	for (int i = 0; cpu_s && i < n; i++)
+		if (cpu_s[i] > most)
+			most = cpu_s[i];
+	for (int i = 0; cpu_s && i < n; i++)
+		if (cpu_s[i] > 0 && cpu_s[i] >= most / 10)
+			k++;
+	return k;
+}
+
+/* Tell the budget how much evidence there is: the references the overlap
+ * estimator took (data, not the stack, spins, repeats or system calls). */
+static void report_evidence(struct cm_collector *c, const double *cpu_s,
+			    int n)
+{
+	struct cm_overlap_stats os;
+
+	cm_overlap_stats(c->ov, &os);
+	cm_rate_budget_evidence(&c->budget, os.accesses,
+				threads_working(cpu_s, n));
+}
+
 int cm_collect_adapt_period(struct cm_collector *c, const double *cpu_s,
 			    int n, struct cm_matrix *m, struct cm_error *err)
 {
@@ -243,6 +271,8 @@ int cm_collect_adapt_period(struct cm_collector *c, const double *cpu_s,
 	 * app shrink: count nothing then. */
 	app_d = app > c->rate_app_ns ? app - c->rate_app_ns : 0;
 	rv = 0;
+	if (c->budget_on)
+		report_evidence(c, cpu_s, n);
 	if (c->budget_base)
 		rv = adapt_step(c, app_d, c->drain_cpu_ns - c->rate_agent_ns,
 				agent_charged(c, samples),

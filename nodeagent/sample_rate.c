@@ -178,8 +178,16 @@ void cm_rate_budget_begin(struct cm_rate_budget *b, enum cm_rate_phase p,
 	sp->period_ns = period_ns;
 	b->phase = p;
 	b->phases++;
+	b->useful_base = b->useful;
 	if (p != CM_RATE_LEARN)
-		b->learn_left_ns = 0;
+		b->learn_left_ns = b->learn_extra_ns = 0;
+}
+
+/* A learning phase of learn_ns application CPU time from now. */
+static void learn_for(struct cm_rate_budget *b, uint64_t learn_ns)
+{
+	b->learn_left_ns = learn_ns;
+	b->learn_extra_ns = learn_ns * (CM_RATE_LEARN_MAX_FACTOR - 1);
 }
 
 void cm_rate_budget_init(struct cm_rate_budget *b,
@@ -193,7 +201,15 @@ void cm_rate_budget_init(struct cm_rate_budget *b,
 	b->total[CM_RATE_WATCH].phase = CM_RATE_WATCH;
 	cm_rate_budget_begin(b, learn ? CM_RATE_LEARN : CM_RATE_WATCH,
 			     period_ns, now_ns);
-	b->learn_left_ns = learn ? cfg->learn_app_cpu_ns : 0;
+	learn_for(b, learn ? cfg->learn_app_cpu_ns : 0);
+}
+
+void cm_rate_budget_evidence(struct cm_rate_budget *b, uint64_t useful,
+			     int threads)
+{
+	b->useful = useful;
+	b->useful_need = threads > 0 ?
+			 (uint64_t)threads * CM_RATE_LEARN_EVIDENCE : 0;
 }
 
 double cm_rate_budget_target(const struct cm_rate_budget *b,
@@ -225,8 +241,17 @@ int cm_rate_budget_account(struct cm_rate_budget *b, uint64_t app_cpu_ns,
 		b->learn_left_ns -= app_cpu_ns;
 		return 0;
 	}
+	app_cpu_ns -= b->learn_left_ns;
 	b->learn_left_ns = 0;
-	return 1;
+	/* its time is up: over with the evidence it needs, or at most
+	 * CM_RATE_LEARN_MAX_FACTOR times as long without */
+	if (b->useful >= b->useful_base + b->useful_need ||
+	    app_cpu_ns >= b->learn_extra_ns) {
+		b->learn_extra_ns = 0;
+		return 1;
+	}
+	b->learn_extra_ns -= app_cpu_ns;
+	return 0;
 }
 
 int cm_rate_budget_learn(struct cm_rate_budget *b,
@@ -237,7 +262,7 @@ int cm_rate_budget_learn(struct cm_rate_budget *b,
 	    b->spend[b->nspend - 1].app_cpu_ns < CM_RATE_RELEARN_GAP_NS)
 		return 0;
 	cm_rate_budget_begin(b, CM_RATE_LEARN, period_ns, now_ns);
-	b->learn_left_ns = cfg->learn_app_cpu_ns / 2;
+	learn_for(b, cfg->learn_app_cpu_ns / 2);
 	return 1;
 }
 

@@ -47,6 +47,16 @@
  *    phase change asks for another learning phase (cm_rate_budget_learn),
  *    half as long.  Each phase's spending is accounted from the CPU time
  *    really used (the application's, the agent's) and the samples taken.
+ * 4. A learning phase ends on evidence, not on time alone: past its
+ *    application CPU time it goes on while the samples that became
+ *    evidence (the caller counts them: data references, not the stack,
+ *    spins or system calls) are fewer than it needs
+ *    (cm_rate_budget_evidence: CM_RATE_LEARN_EVIDENCE per thread that
+ *    works), up to CM_RATE_LEARN_MAX_FACTOR times its length.  Kernels
+ *    whose samples land mostly on register spills, and large arrays whose
+ *    sharing shows only in many samples, get them; the excess stays
+ *    bounded (6 s of CPU at 3% for a 1% budget: 120 ms, repaid within
+ *    20 s of application CPU time watching).
  */
 #ifndef COMMAP_NODEAGENT_SAMPLE_RATE_H
 #define COMMAP_NODEAGENT_SAMPLE_RATE_H
@@ -102,6 +112,14 @@
  * busy node (100 us a sample at 10 ms, load 50), and kept it there. */
 #define CM_RATE_AGENT_COST_MAX_NS 20000ull
 #define CM_RATE_DEFAULT_LEARN_CPU_NS 2000000000ull	/* 2 s of CPU */
+/* A learning phase lasts at most this many times its application CPU
+ * time while its evidence is thin (point 4). */
+#define CM_RATE_LEARN_MAX_FACTOR 3
+/* Samples that became evidence a learning phase needs per thread that
+ * works: a 64 MiB stencil's 8 threads gave cosine 0.95 from ~70 each
+ * and 0.98 from ~140 (replayed); 256 leaves room for threads that got
+ * less CPU than others on a busy node. */
+#define CM_RATE_LEARN_EVIDENCE 256
 
 /* A measured sample cost is kept within these: below 0.5 µs is noise (an
  * interrupt and a register dump cost more), above 1 ms is no sampling
@@ -207,6 +225,11 @@ struct cm_rate_spend {
 struct cm_rate_budget {
 	enum cm_rate_phase phase;	/* current */
 	uint64_t learn_left_ns;	/* application CPU left to learn */
+	uint64_t learn_extra_ns;	/* ... then more while the evidence
+					 * is thin (point 4) */
+	uint64_t useful, useful_base;	/* evidence so far (the caller's
+					 * count), at the phase's start */
+	uint64_t useful_need;	/* evidence the phase needs; 0: none */
 	int nspend;
 	struct cm_rate_spend spend[CM_RATE_SPEND_MAX];	/* oldest first */
 	uint64_t phases;	/* begun so far (also those not kept) */
@@ -223,9 +246,19 @@ void cm_rate_budget_init(struct cm_rate_budget *b,
 double cm_rate_budget_target(const struct cm_rate_budget *b,
 			     const struct cm_rate_config *cfg);
 
+/* The evidence so far: useful, the caller's count of samples that became
+ * evidence since the run began (it only grows), and threads, those that
+ * work now: the learning phase needs CM_RATE_LEARN_EVIDENCE of them per
+ * thread since it began (point 4).  Never called: the learning phase
+ * ends on its CPU time alone. */
+void cm_rate_budget_evidence(struct cm_rate_budget *b, uint64_t useful,
+			     int threads);
+
 /* Account one interval's use to the current phase.  Returns 1 when the
- * learning phase has used its application CPU time now (the caller then
- * switches: cm_rate_budget_begin(b, CM_RATE_WATCH, ...)), 0 otherwise. */
+ * learning phase is over now: it has used its application CPU time and
+ * has the evidence it needs, or it has used CM_RATE_LEARN_MAX_FACTOR
+ * times that time (the caller then switches:
+ * cm_rate_budget_begin(b, CM_RATE_WATCH, ...)), 0 otherwise. */
 int cm_rate_budget_account(struct cm_rate_budget *b, uint64_t app_cpu_ns,
 			   uint64_t agent_cpu_ns, uint64_t samples);
 
@@ -233,7 +266,8 @@ int cm_rate_budget_account(struct cm_rate_budget *b, uint64_t app_cpu_ns,
 void cm_rate_budget_begin(struct cm_rate_budget *b, enum cm_rate_phase p,
 			  uint64_t period_ns, uint64_t now_ns);
 
-/* A phase change: learn again for half the first phase's CPU time.
+/* A phase change: learn again for half the first phase's CPU time (and
+ * up to CM_RATE_LEARN_MAX_FACTOR times that while the evidence is thin).
  * Returns 1 when a learning phase begins now, 0 when it is off, already
  * learning, or the watching phase has not yet had
  * CM_RATE_RELEARN_GAP_NS of application CPU time. */

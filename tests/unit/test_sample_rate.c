@@ -466,19 +466,31 @@ static void test_collect_phases(struct cm_collector *c,
 	cm_collect_stats(c, &st);
 	ok(st.budget.phase == CM_RATE_LEARN && st.period == learn,
 	   "1.5 s of application CPU: still learning");
+	/* no thread here, no sample: the evidence stays thin, and the
+	 * phase goes on to CM_RATE_LEARN_MAX_FACTOR times its length */
 	cpu = 2.6;
+	is_int(cm_collect_adapt_period(c, &cpu, 1, NULL, &e), 0,
+	       "2.1 s without evidence: still learning");
+	cpu = 6.4;
+	cm_collect_adapt_period(c, &cpu, 1, NULL, &e);
+	cm_collect_stats(c, &st);
+	ok(st.budget.phase == CM_RATE_LEARN && st.period == learn &&
+	   st.budget.useful_need == CM_RATE_LEARN_EVIDENCE,
+	   "5.9 s: still learning (needs %llu references of evidence)",
+	   (unsigned long long)st.budget.useful_need);
+	cpu = 6.6;
 	is_int(cm_collect_adapt_period(c, &cpu, 1, NULL, &e), 1,
-	       "2.1 s: the period changes");
+	       "6.1 s: the period changes");
 	cm_collect_stats(c, &st);
 	ok(st.budget.phase == CM_RATE_WATCH && st.period == watch &&
 	   st.budget.nspend == 2 &&
-	   st.budget.spend[0].app_cpu_ns == (uint64_t)(2.1 * S) &&
+	   st.budget.spend[0].app_cpu_ns == (uint64_t)(6.1 * S) &&
 	   st.budget.spend[1].period_ns == watch,
-	   "then watching at %llu us; the learning phase's 2.1 s accounted",
+	   "then watching at %llu us; the learning phase's 6.1 s accounted",
 	   (unsigned long long)(watch / US));
 	is_int(cm_collect_relearn(c, NULL, &e), 0,
 	       "a phase change right away: no learning yet");
-	cpu = 12.6;
+	cpu = 16.6;
 	cm_collect_adapt_period(c, &cpu, 1, NULL, &e);
 	is_int(cm_collect_relearn(c, NULL, &e), 1,
 	       "a phase change after 10 s of CPU watching: learn");
@@ -486,29 +498,35 @@ static void test_collect_phases(struct cm_collector *c,
 	cm_collect_stats(c, &st);
 	ok(st.budget.phase == CM_RATE_LEARN && st.period == learn &&
 	   st.budget.nspend == 3, "at the learning period again");
-	cpu = 13.5;
+	cpu = 17.5;
 	cm_collect_adapt_period(c, &cpu, 1, NULL, &e);
 	cm_collect_stats(c, &st);
 	ok(st.budget.phase == CM_RATE_LEARN, "0.9 s later: still learning");
-	cpu = 13.7;
+	cpu = 19.5;
+	cm_collect_adapt_period(c, &cpu, 1, NULL, &e);
+	cm_collect_stats(c, &st);
+	ok(st.budget.phase == CM_RATE_LEARN, "2.9 s later, no evidence: "
+	   "still learning");
+	cpu = 19.7;
 	cm_collect_adapt_period(c, &cpu, 1, NULL, &e);
 	cm_collect_stats(c, &st);
 	ok(st.budget.phase == CM_RATE_WATCH && st.period == watch &&
 	   st.budget.total[CM_RATE_LEARN].app_cpu_ns ==
-	   (uint64_t)(2.1 * S) + (uint64_t)(1.1 * S),
-	   "half as long as the first: watching after 1.1 s");
+	   (uint64_t)(6.1 * S) + (uint64_t)(3.1 * S),
+	   "half as long as the first: watching after 3.1 s");
 }
 
 /* The budget over a 60 s run of an application using 2 CPUs, sampled at
  * each phase's period, its samples costing 25% more than the model says
  * (sample_rate.h, CM_RATE_AIM): every 1 s window under 5%, the run under
  * 1%, on a quiet node's cost and a busy one's. */
-static void test_budget_run(uint64_t cost)
+static void test_budget_run(uint64_t cost, double useful_share,
+			    int learn_s)
 {
 	struct cm_rate_config c;
 	struct cm_rate_budget b;
 	double worst = 0, spent = 0, app = 0;
-	uint64_t period;
+	uint64_t period, samples = 0;
 
 	cm_rate_config_default(&c);
 	c.sample_cost_ns = cost;
@@ -524,6 +542,9 @@ static void test_budget_run(uint64_t cost)
 		worst = w > worst ? w : worst;
 		spent += w * (double)a;
 		app += (double)a;
+		samples += n;
+		cm_rate_budget_evidence(&b, (uint64_t)((double)samples *
+						       useful_share), 8);
 		if (cm_rate_budget_account(&b, a, n * c.agent_cost_ns, n)) {
 			cm_rate_budget_begin(&b, CM_RATE_WATCH, period,
 					     (uint64_t)sec * S);
@@ -531,10 +552,12 @@ static void test_budget_run(uint64_t cost)
 		}
 	}
 	ok(worst <= 0.05 && spent / app <= 0.01 &&
-	   b.total[CM_RATE_LEARN].app_cpu_ns == 2 * S,
-	   "%.1f us a sample: the worst 1 s window spends %.2f%%, the run "
-	   "%.2f%%, 2 s of CPU learning", (double)cost / 1e3, 100 * worst,
-	   100 * spent / app);
+	   b.total[CM_RATE_LEARN].app_cpu_ns == (uint64_t)learn_s * S,
+	   "%.1f us a sample, %.0f%% of them evidence: the worst 1 s window "
+	   "spends %.2f%%, the run %.2f%%, %.0f s of CPU learning",
+	   (double)cost / 1e3, 100 * useful_share, 100 * worst,
+	   100 * spent / app,
+	   (double)b.total[CM_RATE_LEARN].app_cpu_ns / 1e9);
 }
 
 /* The phases' bookkeeping alone. */
@@ -578,6 +601,33 @@ static void test_budget(void)
 	ok(b.total[CM_RATE_LEARN].app_cpu_ns == 2100 * MS &&
 	   b.total[CM_RATE_WATCH].app_cpu_ns == 10 * S,
 	   "totals per phase kind");
+	/* evidence: 8 threads need 8 x CM_RATE_LEARN_EVIDENCE references */
+	cm_rate_budget_init(&b, &c, 500 * US, 0);
+	cm_rate_budget_evidence(&b, 100, 8);
+	is_int(cm_rate_budget_account(&b, 2100 * MS, 1 * MS, 100), 0,
+	       "2.1 s with 100 references for 8 threads: still learning");
+	cm_rate_budget_evidence(&b, 8 * CM_RATE_LEARN_EVIDENCE, 8);
+	is_int(cm_rate_budget_account(&b, 100 * MS, 1 * MS, 100), 1,
+	       "2.2 s, 8 x CM_RATE_LEARN_EVIDENCE references: done");
+	cm_rate_budget_init(&b, &c, 500 * US, 0);
+	cm_rate_budget_evidence(&b, 0, 8);
+	is_int(cm_rate_budget_account(&b, 5900 * MS, 0, 0), 0,
+	       "no evidence: learning at 5.9 s");
+	is_int(cm_rate_budget_account(&b, 200 * MS, 0, 0), 1,
+	       "... over at 6.1 s (3 times its length at most)");
+	cm_rate_budget_begin(&b, CM_RATE_WATCH, 2 * MS, 7 * S);
+	cm_rate_budget_evidence(&b, 5000, 8);
+	cm_rate_budget_account(&b, 10 * S, 0, 5);
+	cm_rate_budget_learn(&b, &c, 500 * US, 20 * S);
+	is_int(cm_rate_budget_account(&b, 1100 * MS, 0, 0), 0,
+	       "a phase change counts its evidence from its start: "
+	       "learning at 1.1 s with the earlier references");
+	cm_rate_budget_evidence(&b, 5000 + 8 * CM_RATE_LEARN_EVIDENCE, 8);
+	is_int(cm_rate_budget_account(&b, 1, 0, 0), 1, "... over with its own");
+	cm_rate_budget_init(&b, &c, 500 * US, 0);
+	cm_rate_budget_evidence(&b, 0, 0);
+	is_int(cm_rate_budget_account(&b, 2100 * MS, 0, 0), 1,
+	       "no thread working: over at its time");
 	c.learn_target = 0.004;
 	cm_rate_budget_init(&b, &c, 500 * US, 0);
 	ok(b.phase == CM_RATE_WATCH && cm_rate_budget_learn(&b, &c, 0, 0) == 0,
@@ -585,8 +635,14 @@ static void test_budget(void)
 	is_str(cm_rate_phase_name(CM_RATE_LEARN), "learn", "phase names");
 	is_str(cm_rate_phase_name((enum cm_rate_phase)7), "?",
 	       "unknown phase");
-	test_budget_run(3700);
-	test_budget_run(33700);
+	/* 8 threads need 2,048 references of evidence: the learning period
+	 * gives 8,000 samples a second of this run at 3.7 us a sample
+	 * (250 us), 1,680 at 33.7 us (1.19 ms); with 80% of them on the
+	 * stack (register spills) a fifth; at most 6 s */
+	test_budget_run(3700, 1, 2);
+	test_budget_run(33700, 1, 4);
+	test_budget_run(3700, 0.2, 4);
+	test_budget_run(33700, 0.2, 6);
 }
 
 static void test_collect_auto(void)
