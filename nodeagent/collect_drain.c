@@ -394,6 +394,21 @@ static void account_ref(struct cm_drain_ctx *d, int i, int p, pid_t pid,
 	c->st.events += (uint64_t)ev;
 }
 
+/* A repeated sample (below) says nothing new to the sharer table, but a
+ * thread waiting in another process's segment is talking to that process
+ * all the while: its references still count as ownership evidence. */
+static void shm_repeat(struct cm_drain_ctx *d, int i, int p, pid_t pid,
+		       const struct cm_access *acc, uint64_t time)
+{
+	const struct cm_map_region *r;
+
+	for (unsigned k = 0; k < acc->nref && !d->nomem; k++) {
+		r = find_region(d->c, p, pid, acc->ref[k].addr);
+		if (r && r->shared && r->inode && d->c->shm)
+			shm_evidence(d, i, p, r, time);
+	}
+}
+
 enum { ID_FOREIGN = -1, ID_UNKNOWN = -2, ID_NOMEM = -3 };
 
 /* The tracker index of (pid, tid), after the identity check: >= 0 ours,
@@ -463,6 +478,7 @@ static void on_cma(const struct cm_cma_transfer *x, void *arg)
 {
 	struct cm_drain_ctx *d = arg;
 
+	cm_record_cma(d->c->o.record, x, d->c->o.cma_bytes_per_unit);
 	if (!d->nomem && cm_cma_attrib_add(d->c->cma_at, x, d->m) < 0)
 		d->nomem = 1;
 }
@@ -509,8 +525,12 @@ void cm_collect_on_sample(const struct cm_perf_sample *smp, void *arg)
 			    0);
 		return;
 	}
-	if (!decode_sample(c, p, smp, &acc) || repeated(c, i, smp, &acc))
+	if (!decode_sample(c, p, smp, &acc))
 		return;
+	if (repeated(c, i, smp, &acc)) {
+		shm_repeat(d, i, p, (pid_t)smp->pid, &acc, smp->time);
+		return;
+	}
 	sp_region = note_stack(c, p, (pid_t)smp->pid,
 			       smp->regs.valid & (1u << PERF_REG_X86_SP) ?
 			       smp->regs.v[PERF_REG_X86_SP] : 0);

@@ -176,10 +176,14 @@ static void count_ref(struct cm_shm_seg *s, int proc, int thread)
 	low->thread = thread;
 }
 
-/* Rule 3: the process with the most references, if it dominates. */
+/* Rule 3: the process with the most references lately, if it has
+ * CM_SHM_DOMINANCE times as many as all the others together; re-checked
+ * at every reference, so a segment that only looked owned while few had
+ * touched it (a collective area every rank polls) loses its owner. */
 static void owner_by_samples(struct cm_shm_owners *o, struct cm_shm_seg *s)
 {
-	const struct cm_shm_cand *best = NULL, *next = NULL;
+	const struct cm_shm_cand *best = NULL;
+	uint64_t others = 0;
 
 	for (int k = 0; k < CM_SHM_CANDS; k++) {
 		const struct cm_shm_cand *c = &s->cand[k];
@@ -187,18 +191,26 @@ static void owner_by_samples(struct cm_shm_owners *o, struct cm_shm_seg *s)
 		if (c->proc < 0)
 			continue;
 		if (!best || c->count > best->count) {
-			next = best;
+			if (best)
+				others += best->count;
 			best = c;
-		} else if (!next || c->count > next->count) {
-			next = c;
+		} else {
+			others += c->count;
 		}
 	}
 	if (!best || best->count < CM_SHM_MIN_SAMPLES ||
-	    (next && best->count < (uint64_t)CM_SHM_DOMINANCE * next->count))
+	    best->count < (uint64_t)CM_SHM_DOMINANCE * others) {
+		if (s->how == CM_SHM_BY_SAMPLES) {
+			s->owner = -1;
+			s->how = CM_SHM_UNKNOWN;
+			o->st.lost_dominance++;
+		}
 		return;
+	}
+	if (s->how != CM_SHM_BY_SAMPLES || s->owner != best->proc)
+		o->st.by_samples++;
 	s->owner = best->proc;
 	s->how = CM_SHM_BY_SAMPLES;
-	o->st.by_samples++;
 }
 
 /* Other processes that referenced s lately. */
@@ -236,7 +248,7 @@ int cm_shm_owners_ref(struct cm_shm_owners *o, struct cm_shm_seg *s,
 	o->st.refs++;
 	decay(s, now_ns);
 	count_ref(s, proc, thread);
-	if (s->owner < 0 && s->hinted)
+	if (s->hinted && (s->owner < 0 || s->how == CM_SHM_BY_SAMPLES))
 		owner_by_samples(o, s);
 	if (s->owner < 0) {
 		o->st.undecided++;

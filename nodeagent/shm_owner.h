@@ -23,11 +23,12 @@
  *      peers map them through /proc/CREATOR/fd/N, then close them: the
  *      one process of the step that still holds a descriptor of the file
  *      is its creator (several holders: no owner by this rule);
- *   3. samples: otherwise (POSIX segments unlinked after creation), the
- *      process with the most references into it lately, once it has at
- *      least CM_SHM_MIN_SAMPLES and CM_SHM_DOMINANCE times the next one's:
- *      a rank polls its own receive area all the time, a peer touches it
- *      only to deliver.
+ *   3. samples: otherwise, the process with the most references into it
+ *      lately, while it has at least CM_SHM_MIN_SAMPLES and
+ *      CM_SHM_DOMINANCE times as many as all others together: a rank
+ *      polls its own receive area all the time, a peer touches it only to
+ *      deliver; a collective area every rank polls has no owner (checked
+ *      again at every reference: an early lead is not kept).
  * Rules 1 and 2 are tried once per segment by the caller (collect_drain.c),
  * who knows the processes.
  *
@@ -105,6 +106,7 @@ struct cm_shm_stats {
 	uint64_t evictions;	/* ... replacing another */
 	uint64_t by_creator, by_name, by_fd, by_samples;	/* owners found */
 	uint64_t forgotten;	/* owners gone */
+	uint64_t lost_dominance;	/* owners by samples that lost it */
 	uint64_t scans, scans_deferred;	/* rule 2b: done, over budget */
 };
 

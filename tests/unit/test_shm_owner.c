@@ -201,6 +201,20 @@ static void by_samples(void)
 		ref(o, s, 3, k * MS, &ev);
 	}
 	is_int(s->owner, -1, "two processes alike: no owner by samples");
+	/* a collective area: one rank leads at first, then all poll it */
+	s = cm_shm_owners_seg(o, 27, 7029, 0);
+	cm_shm_seg_set_owner(o, s, -1, 0);
+	for (int k = 0; k < 5; k++)
+		ref(o, s, 4, k * MS, &ev);
+	is_int(s->owner, 4, "a collective area: an early lead owns it");
+	w = 0;
+	for (int k = 0; k < 5; k++)
+		for (int q = 5; q < 8; q++)
+			w += ref(o, s, q, (10 + k) * MS, &ev);
+	is_int(s->owner, -1, "... until the others poll it as much: no owner");
+	ok(w < 3, "... evidence only while the lead held (%.2f)", w);
+	cm_shm_owners_stats(o, &st);
+	ok(st.lost_dominance == 1, "... counted as lost dominance");
 	/* not yet hinted: the naming rules come first */
 	s = cm_shm_owners_seg(o, 27, 7028, 0);
 	for (int k = 0; k < 6; k++)
