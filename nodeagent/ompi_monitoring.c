@@ -116,11 +116,12 @@ static int by_dst(const void *a, const void *b)
  * destination, counts summed (saturating: the service bounds them). */
 static void merge_same_dst(struct cm_rank_traffic *t, int first)
 {
-	struct cm_rank_pair *p = t->pairs + first;
 	int n = t->npairs - first, out = 0;
+	struct cm_rank_pair *p;
 
 	if (n <= 1)
-		return;
+		return;		/* (pairs may still be NULL) */
+	p = t->pairs + first;
 	qsort(p, (size_t)n, sizeof(*p), by_dst);
 	for (int i = 0; i < n; i++) {
 		if (out && p[out - 1].dst == p[i].dst) {
