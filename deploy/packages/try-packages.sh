@@ -185,27 +185,9 @@ echo "commap-service ran as commap on port $port and stopped on SIGTERM"
 step "the demo's jobs with the installed packages (deploy/demo.sh --installed)"
 # A cluster, service and ports of its own: a demo or test cluster already
 # running on this machine keeps its own.
-free_port() {	# free_port BASE: the first port from BASE (by 100) free with BASE+1
-	python3 - "$1" <<'PY'
-import socket, sys
-def free(p):
-    s = socket.socket()
-    try:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("0.0.0.0", p))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
-for p in range(int(sys.argv[1]), 60000, 100):
-    if free(p) and free(p + 1):
-        print(p)
-        break
-PY
-}
-ctld_port=$(free_port 26817)
-svc_port=$(free_port 27733)
+. "$top/deploy/cluster/free-port.sh"
+ctld_port=$(free_port_pair 26817 || true)
+svc_port=$(free_port_pair 27733 || true)
 [ -n "$ctld_port" ] && [ -n "$svc_port" ] || die "no free ports for the demo"
 demo_env=(SLURM_CONF_DIR="$work/slurm" COMMAP_CLUSTER_DIR="$work/cluster"
 	COMMAP_SLURMCTLD_PORT="$ctld_port" COMMAP_SLURMD_PORT=$((ctld_port + 1))

@@ -20,30 +20,8 @@ diag() { echo "# $*"; }
 done_testing() { echo "1..$tap_n"; [ "$tap_failed" -eq 0 ]; }
 skip_all() { echo "1..0 # SKIP $*"; exit 0; }
 
-# free_port_pair BASE: the first P in BASE, BASE+100, ... with P and P+1
-# both free on 127.0.0.1, so the same test of another build tree (or a
-# demo cluster) running at the same time does not take the cluster's ports.
-free_port_pair() {
-	python3 - "$1" <<'PY'
-import socket, sys
-def free(p):
-    s = socket.socket()
-    try:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("0.0.0.0", p))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
-base = int(sys.argv[1])
-for p in range(base, 60000, 100):
-    if free(p) and free(p + 1):
-        print(p)
-        sys.exit(0)
-sys.exit(1)
-PY
-}
+# free_port_pair BASE: a free pair of ports from BASE on.
+. "$top_srcdir/deploy/cluster/free-port.sh"
 
 e2e_require_cluster() {
 	[ "$(id -u)" -eq 0 ] || skip_all "needs root to run a Slurm cluster"
