@@ -13,7 +13,7 @@ report_librender_la_SOURCES = \
 	report/render_html.c \
 	report/render_model.c \
 	report/render_outcome.c \
-	report/render_benefit.c \
+	report/render_benefit.c report/render_lines.c \
 	report/render_lists.c \
 	report/render_compare.c \
 	report/render_traffic.h report/render_traffic.c

@@ -27,32 +27,7 @@
 
 #include "commap/topology.h"
 #include "render.h"
-
-static double num(const json_t *o, const char *key, double dflt)
-{
-	const json_t *v = json_object_get(o, key);
-
-	return json_is_number(v) ? json_number_value(v) : dflt;
-}
-
-static const char *str(const json_t *o, const char *key)
-{
-	return json_string_value(json_object_get(o, key));
-}
-
-static int add(json_t *a, const char *kind, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int add(json_t *a, const char *kind, const char *fmt, ...)
-{
-	char text[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
-	return json_array_append_new(a, json_pack("{s:s, s:s}", "kind", kind,
-						  "text", text));
-}
+#include "render_internal.h"
 
 /* The step's topology (synthetic restricted to its cpuset), or NULL. */
 static struct cm_topo *step_topology(const json_t *doc)
@@ -60,10 +35,10 @@ static struct cm_topo *step_topology(const json_t *doc)
 	const json_t *t = json_object_get(doc, "topology");
 	struct cm_topo *topo = NULL;
 
-	if (!str(t, "synthetic") ||
-	    cm_topo_load_synthetic(&topo, str(t, "synthetic"), NULL) < 0)
+	if (!rd_jstr(t, "synthetic") ||
+	    cm_topo_load_synthetic(&topo, rd_jstr(t, "synthetic"), NULL) < 0)
 		return NULL;
-	if (str(t, "cpuset") && cm_topo_restrict(topo, str(t, "cpuset"),
+	if (rd_jstr(t, "cpuset") && cm_topo_restrict(topo, rd_jstr(t, "cpuset"),
 						 NULL) < 0) {
 		cm_topo_free(topo);
 		return NULL;
@@ -163,23 +138,25 @@ static int cost_line(json_t *a, const json_t *doc)
 
 	if (costs_of(doc, &c) < 0) {
 		if (json_array_size(json_object_get(doc, "edges")) == 0)
-			return add(a, "cost", "predicted cost: no communication "
-				   "recorded, so placement has nothing to gain");
-		return add(a, "cost", "predicted cost: not known (no mapping "
-			   "applied, or no topology in the result)");
+			return rd_line(a, "cost", "predicted cost: no "
+				       "communication recorded, so placement "
+				       "has nothing to gain");
+		return rd_line(a, "cost", "predicted cost: not known (no "
+			       "mapping applied, or no topology in the "
+			       "result)");
 	}
 	if (c.unpinned <= 0)
-		return add(a, "cost", "predicted cost: %s applied, %s "
-			   "unpinned (every PU as near as every other)",
-			   cost_text(c.applied, x, sizeof(x)),
-			   cost_text(c.unpinned, y, sizeof(y)));
-	return add(a, "cost", "predicted cost: %s applied against %s "
-		   "unpinned (random placement on the step's %d PUs): "
-		   "%.2fx, %.0f%% %s", cost_text(c.applied, x, sizeof(x)),
-		   cost_text(c.unpinned, y, sizeof(y)), c.pus,
-		   c.applied / c.unpinned,
-		   fabs(100.0 * (1 - c.applied / c.unpinned)),
-		   c.applied <= c.unpinned ? "less" : "MORE");
+		return rd_line(a, "cost", "predicted cost: %s applied, %s "
+			       "unpinned (every PU as near as every other)",
+			       cost_text(c.applied, x, sizeof(x)),
+			       cost_text(c.unpinned, y, sizeof(y)));
+	return rd_line(a, "cost", "predicted cost: %s applied against %s "
+		       "unpinned (random placement on the step's %d PUs): "
+		       "%.2fx, %.0f%% %s", cost_text(c.applied, x, sizeof(x)),
+		       cost_text(c.unpinned, y, sizeof(y)), c.pus,
+		       c.applied / c.unpinned,
+		       fabs(100.0 * (1 - c.applied / c.unpinned)),
+		       c.applied <= c.unpinned ? "less" : "MORE");
 }
 
 /* A stored time, YYYY-MM-DDTHH:MM:SS[.fff]Z (the agent writes
@@ -222,31 +199,33 @@ static int cmp_double(const void *x, const void *y)
 static int time_line(json_t *a, const json_t *doc, const json_t *row)
 {
 	const json_t *runs = json_object_get(row, "earlier_runs"), *r;
-	double run = span_s(str(doc, "started_at"), str(doc, "ended_at"));
+	double run = span_s(rd_jstr(doc, "started_at"),
+			    rd_jstr(doc, "ended_at"));
 	double d[64], med;
 	size_t i, n = 0;
 
 	if (!runs)	/* a bare result: the service was not asked */
 		return 0;
 	json_array_foreach(runs, i, r)
-		if (n < 64 && num(r, "duration_s", -1) >= 0)
-			d[n++] = num(r, "duration_s", -1);
+		if (n < 64 && rd_jnum(r, "duration_s", -1) >= 0)
+			d[n++] = rd_jnum(r, "duration_s", -1);
 	if (run < 0)
-		return add(a, "time", "run time: not known (the result's start "
-			   "or end time is missing or malformed)");
+		return rd_line(a, "time", "run time: not known (the result's "
+			       "start or end time is missing or malformed)");
 	if (n == 0)
-		return add(a, "time", "run time: %.0f s; no earlier run of this "
-			   "application with the same shape to compare with",
-			   run);
+		return rd_line(a, "time", "run time: %.0f s; no earlier run "
+			       "of this application with the same shape to "
+			       "compare with", run);
 	qsort(d, n, sizeof(d[0]), cmp_double);
 	med = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
 	if (med <= 0)
-		return add(a, "time", "run time: %.0f s; %zu earlier run%s, "
-			   "median %.0f s", run, n, n == 1 ? "" : "s", med);
-	return add(a, "time", "run time: %.0f s against a median of %.0f s "
-		   "over %zu earlier run%s of this application (%.0f to "
-		   "%.0f s): %.2fx", run, med, n, n == 1 ? "" : "s", d[0],
-		   d[n - 1], run / med);
+		return rd_line(a, "time", "run time: %.0f s; %zu earlier "
+			       "run%s, median %.0f s", run, n,
+			       n == 1 ? "" : "s", med);
+	return rd_line(a, "time", "run time: %.0f s against a median of %.0f s "
+		       "over %zu earlier run%s of this application (%.0f to "
+		       "%.0f s): %.2fx", run, med, n, n == 1 ? "" : "s", d[0],
+		       d[n - 1], run / med);
 }
 
 static int latency_line(json_t *a, const json_t *doc)
@@ -254,15 +233,15 @@ static int latency_line(json_t *a, const json_t *doc)
 	const json_t *l = json_object_get(json_object_get(doc, "stats"),
 					  "pin_latency_ms");
 
-	if (!json_is_object(l) || num(l, "n", 0) <= 0)
-		return add(a, "latency", "pin latency: not recorded (no "
-			   "thread pinned, or an agent that did not measure "
-			   "it)");
-	return add(a, "latency", "pin latency (thread start to first pin): "
-		   "median %.0f ms, p90 %.0f ms, max %.0f ms over %.0f "
-		   "thread%s", num(l, "p50", 0), num(l, "p90", 0),
-		   num(l, "max", 0), num(l, "n", 0),
-		   num(l, "n", 0) == 1 ? "" : "s");
+	if (!json_is_object(l) || rd_jnum(l, "n", 0) <= 0)
+		return rd_line(a, "latency", "pin latency: not recorded (no "
+			       "thread pinned, or an agent that did not "
+			       "measure it)");
+	return rd_line(a, "latency", "pin latency (thread start to first pin): "
+		       "median %.0f ms, p90 %.0f ms, max %.0f ms over %.0f "
+		       "thread%s", rd_jnum(l, "p50", 0), rd_jnum(l, "p90", 0),
+		       rd_jnum(l, "max", 0), rd_jnum(l, "n", 0),
+		       rd_jnum(l, "n", 0) == 1 ? "" : "s");
 }
 
 /* Figures the agent may break down further (by level, by phase): each
@@ -333,8 +312,8 @@ static int evidence_line(json_t *a, const json_t *doc)
 		{ "dropped", "dropped (say nothing about sharing)" },
 	};
 	const json_t *st = json_object_get(doc, "stats"), *e;
-	double samples = num(st, "samples", -1), decoded = num(st, "decoded",
-							       -1);
+	double samples = rd_jnum(st, "samples", -1);
+	double decoded = rd_jnum(st, "decoded", -1);
 	double events = 0;
 	char more[512];
 	size_t i;
@@ -342,12 +321,13 @@ static int evidence_line(json_t *a, const json_t *doc)
 	json_array_foreach(json_object_get(doc, "edges"), i, e)
 		events += json_number_value(json_array_get(e, 2));
 	if (samples < 0)
-		return add(a, "samples", "evidence: no sampling figures in the "
-			   "result; %.4g events in the matrix", events);
-	if (add(a, "samples", "evidence: %.0f samples, %.1f%% decoded, "
-		"%.0f faults, %.4g events in the matrix", samples,
-		samples > 0 && decoded >= 0 ? 100 * decoded / samples : 0.0,
-		num(st, "faults", 0), events) < 0)
+		return rd_line(a, "samples", "evidence: no sampling figures "
+			       "in the result; %.4g events in the matrix",
+			       events);
+	if (rd_line(a, "samples", "evidence: %.0f samples, %.1f%% decoded, "
+		    "%.0f faults, %.4g events in the matrix", samples,
+		    samples > 0 && decoded >= 0 ? 100 * decoded / samples : 0.0,
+		    rd_jnum(st, "faults", 0), events) < 0)
 		return -1;
 	for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
 		e = json_object_get(st, parts[i][0]);
@@ -357,8 +337,8 @@ static int evidence_line(json_t *a, const json_t *doc)
 			breakdown(more, sizeof(more), e);
 		else
 			continue;
-		if (more[0] && add(a, "samples", "  %s: %s", parts[i][1],
-				   more) < 0)
+		if (more[0] && rd_line(a, "samples", "  %s: %s", parts[i][1],
+				       more) < 0)
 			return -1;
 	}
 	return 0;

@@ -64,6 +64,15 @@ int rd_outcome_lists(FILE *out, const json_t *doc, const json_t *row);
 void rd_jobs_table(FILE *out, const json_t *jobs, const json_t *query,
 		   const char *path, const struct cm_render_opts *o);
 
+/* ---- lines of the outcome and benefit lists (render_lines.c) ---- */
+
+/* o's number at k, or dflt when it is not a number. */
+double rd_jnum(const json_t *o, const char *k, double dflt);
+/* Append {"kind": kind, "text": the formatted text, cut at 1 KiB} to a;
+ * 0, or -1 (ENOMEM). */
+int rd_line(json_t *a, const char *kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* Default label count when opts->max_labels is 0. */
 #define RD_MAX_LABELS 32
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "render.h"
+#include "render_internal.h"
 
 /* Below these, the matrix rests on too little to map by (docs/reports.md):
  * a few hundred decoded samples spread over many pairs is noise. */
@@ -54,31 +55,6 @@ long long cm_report_step_parse(const char *s)
 	return *end || v > 4294967295LL ? -1 : v;
 }
 
-static double num(const json_t *o, const char *key, double dflt)
-{
-	const json_t *v = json_object_get(o, key);
-
-	return json_is_number(v) ? json_number_value(v) : dflt;
-}
-
-static const char *str(const json_t *o, const char *key)
-{
-	return json_string_value(json_object_get(o, key));
-}
-
-/* Append {"kind", "text"}; 0 or -1 (ENOMEM). */
-static int add(json_t *a, const char *kind, const char *fmt, ...)
-{
-	char text[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
-	return json_array_append_new(a, json_pack("{s:s, s:s}", "kind", kind,
-						  "text", text));
-}
-
 static double edge_events(const json_t *doc)
 {
 	const json_t *edges = json_object_get(doc, "edges"), *e;
@@ -99,8 +75,8 @@ static double edge_events(const json_t *doc)
 static void thin_evidence(const json_t *doc, char *buf, size_t size)
 {
 	const json_t *st = json_object_get(doc, "stats");
-	const char *mode = str(doc, "mode");
-	double seen = num(st, "decoded", 0) + num(st, "faults", 0);
+	const char *mode = rd_jstr(doc, "mode");
+	double seen = rd_jnum(st, "decoded", 0) + rd_jnum(st, "faults", 0);
 	double events = edge_events(doc);
 
 	buf[0] = '\0';
@@ -125,52 +101,57 @@ static int headline(json_t *a, const json_t *doc, const char *thin)
 	const json_t *topo = json_object_get(doc, "topology");
 	size_t maps = json_array_size(json_object_get(doc, "timeline"));
 	size_t warns = json_array_size(json_object_get(doc, "warnings"));
-	double pins = num(st, "pins", 0);
-	const char *np = str(doc, "not_pinned"), *mode = str(doc, "mode");
+	double pins = rd_jnum(st, "pins", 0);
+	const char *np = rd_jstr(doc, "not_pinned");
+	const char *mode = rd_jstr(doc, "mode");
 
 	if (json_is_true(json_object_get(topo, "dry_run")))
-		return add(a, "outcome", "dry run: %zu mapping%s computed, "
-			   "nothing pinned", maps, maps == 1 ? "" : "s");
+		return rd_line(a, "outcome", "dry run: %zu mapping%s computed, "
+			       "nothing pinned", maps, maps == 1 ? "" : "s");
 	if (pins > 0)
-		return add(a, "outcome", "pinned: %zu mapping%s applied, %.0f "
-			   "pin%s", maps, maps == 1 ? "" : "s", pins,
-			   pins == 1 ? "" : "s");
+		return rd_line(a, "outcome", "pinned: %zu mapping%s applied, "
+			       "%.0f pin%s", maps, maps == 1 ? "" : "s", pins,
+			       pins == 1 ? "" : "s");
 	if (np)
-		return add(a, "outcome", "nothing pinned: %s", np);
+		return rd_line(a, "outcome", "nothing pinned: %s", np);
 	if (mode && !strcmp(mode, "off"))
-		return add(a, "outcome", "nothing pinned: mode off (detection "
-			   "only)");
+		return rd_line(a, "outcome", "nothing pinned: mode off "
+			       "(detection only)");
 	if (warns)
-		return add(a, "outcome", "nothing pinned: see the warning%s "
-			   "below", warns == 1 ? "" : "s");
+		return rd_line(a, "outcome", "nothing pinned: see the "
+			       "warning%s below", warns == 1 ? "" : "s");
 	if (*thin)
-		return add(a, "outcome", "nothing pinned: %s", thin);
+		return rd_line(a, "outcome", "nothing pinned: %s", thin);
 	if (json_array_size(json_object_get(doc, "threads")) < 2)
-		return add(a, "outcome", "nothing pinned: fewer than two "
-			   "threads, nothing to place relative to each other");
-	return add(a, "outcome", "nothing pinned: no mapping gained enough "
-		   "over the threads' own placement");
+		return rd_line(a, "outcome", "nothing pinned: fewer than two "
+			       "threads, nothing to place relative to each "
+			       "other");
+	return rd_line(a, "outcome", "nothing pinned: no mapping gained enough "
+		       "over the threads' own placement");
 }
 
 static int guard_lines(json_t *a, const json_t *doc)
 {
 	const json_t *g = json_object_get(doc, "guard");
 	const json_t *tl = json_object_get(doc, "timeline"), *e;
-	double checked = num(g, "checked", 0), undone = num(g, "undone", 0);
+	double checked = rd_jnum(g, "checked", 0);
+	double undone = rd_jnum(g, "undone", 0);
 	size_t k;
 	int bad = 0;
 
 	if (checked > 0)
-		bad |= add(a, "guard", "progress guard: checked %.0f "
-			   "mapping%s, undid %.0f", checked,
-			   checked == 1 ? "" : "s", undone);
+		bad |= rd_line(a, "guard", "progress guard: checked %.0f "
+			       "mapping%s, undid %.0f", checked,
+			       checked == 1 ? "" : "s", undone);
 	json_array_foreach(tl, k, e) {
-		const char *why = str(e, "reason"), *note = str(e, "note");
+		const char *why = rd_jstr(e, "reason");
+		const char *note = rd_jstr(e, "note");
 
 		if (why && !strcmp(why, "guard-undo"))
-			bad |= add(a, "guard", "progress guard undid the "
-				   "mapping at %.2f s%s%s", num(e, "t", 0),
-				   note ? ": " : "", note ? note : "");
+			bad |= rd_line(a, "guard", "progress guard undid the "
+				       "mapping at %.2f s%s%s",
+				       rd_jnum(e, "t", 0), note ? ": " : "",
+				       note ? note : "");
 	}
 	return bad;
 }
@@ -183,8 +164,9 @@ const char *cm_report_model_reason(const json_t *doc, char *buf,
 				   size_t size)
 {
 	const json_t *id = json_object_get(doc, "identity");
-	const char *why = str(json_object_get(doc, "model"), "reason");
-	const char *exe = str(id, "executable"), *shape = str(id, "argv_shape");
+	const char *why = rd_jstr(json_object_get(doc, "model"), "reason");
+	const char *exe = rd_jstr(id, "executable");
+	const char *shape = rd_jstr(id, "argv_shape");
 	const char *app = exe && strrchr(exe, '/') ? strrchr(exe, '/') + 1 :
 						      exe;
 	long long ranks = (long long)json_integer_value(json_object_get(id,
@@ -204,7 +186,8 @@ json_t *cm_report_outcome(const json_t *doc)
 {
 	json_t *a = json_array(), *w;
 	const json_t *m = json_object_get(doc, "model");
-	const char *np = str(doc, "not_pinned"), *why = str(m, "reason");
+	const char *np = rd_jstr(doc, "not_pinned");
+	const char *why = rd_jstr(m, "reason");
 	char thin[256], mbuf[512];
 	size_t i;
 	int bad;
@@ -215,18 +198,19 @@ json_t *cm_report_outcome(const json_t *doc)
 	bad = headline(a, doc, thin);
 	json_array_foreach(json_object_get(doc, "warnings"), i, w)
 		if (json_string_value(w))
-			bad |= add(a, "warning", "warning: %s",
-				   json_string_value(w));
-	if (np && num(json_object_get(doc, "stats"), "pins", 0) > 0)
-		bad |= add(a, "not-pinned", "not pinned at the end: %s", np);
+			bad |= rd_line(a, "warning", "warning: %s",
+				       json_string_value(w));
+	if (np && rd_jnum(json_object_get(doc, "stats"), "pins", 0) > 0)
+		bad |= rd_line(a, "not-pinned", "not pinned at the end: %s",
+			       np);
 	bad |= guard_lines(a, doc);
 	/* the headline may already give thin evidence as the reason */
 	if (*thin && !strstr(json_string_value(json_object_get(
 		    json_array_get(a, 0), "text")), thin))
-		bad |= add(a, "evidence", "%s", thin);
+		bad |= rd_line(a, "evidence", "%s", thin);
 	if (m && !json_is_true(json_object_get(m, "used")) && why)
-		bad |= add(a, "model", "no learned model: %s",
-			   cm_report_model_reason(doc, mbuf, sizeof(mbuf)));
+		bad |= rd_line(a, "model", "no learned model: %s",
+			       cm_report_model_reason(doc, mbuf, sizeof(mbuf)));
 	if (bad) {
 		json_decref(a);
 		return NULL;
