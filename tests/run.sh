@@ -46,6 +46,10 @@ if [ -f test-suite.log ]; then
 	xpass=$(count XPASS); skip=$(count SKIP)
 	fail=$(( ${fail:-0} + ${err:-0} + ${xpass:-0} ))
 	[ "$fail" -gt 0 ] && cat test-suite.log
+	# Where the wall time went (tests/test-times.sh): the slowest
+	# tests, and the span of the whole run.
+	echo "$mode: the slowest tests:"
+	bash "$top/tests/test-times.sh" "$builddir" 15 || true
 	echo "$mode: ${pass:-0} passed, $fail failed, ${skip:-0} skipped" \
 		"(load average after: $(cut -d' ' -f1-3 /proc/loadavg))"
 fi
