@@ -15,6 +15,8 @@
 
 #define LIST_LIMIT_DEFAULT 100
 #define LIST_LIMIT_MAX 1000
+/* Jobs a listing may skip (?offset). */
+#define OFFSET_MAX 1000000000L
 #define UPLOAD_ID_MAX 128
 
 static const char JSON_TYPE[] = "application/json";
@@ -175,26 +177,37 @@ int svc_api_query_check(const struct svc_api_request *rq,
 	return 0;
 }
 
-static int query_limit(const struct svc_api_request *rq, int *limit,
+/* The query's key as a count in [lo, hi], or dflt when it is absent.
+ * 0, or -1 after a 400 that names the key, its value and the range (what
+ * says what the range is: "in", "a count of jobs in"). */
+static int query_count(const struct svc_api_request *rq, const char *key,
+		       long lo, long hi, int dflt, const char *what, int *out,
 		       struct svc_api_response *rs)
 {
-	const char *s = svc_api_query_get(rq, "limit");
+	const char *s = svc_api_query_get(rq, key);
 	char *end;
 	long v;
 
-	*limit = LIST_LIMIT_DEFAULT;
+	*out = dflt;
 	if (!s)
 		return 0;
 	errno = 0;
 	v = strtol(s, &end, 10);
-	if (!isdigit((unsigned char)*s) || *end || errno || v < 1 ||
-	    v > LIST_LIMIT_MAX) {
-		svc_api_error(rs, 400, "limit: '%.32s' is not in [1, %d]", s,
-			      LIST_LIMIT_MAX);
+	if (!isdigit((unsigned char)*s) || *end || errno || v < lo ||
+	    v > hi) {
+		svc_api_error(rs, 400, "%s: '%.32s' is not %s [%ld, %ld]", key,
+			      s, what, lo, hi);
 		return -1;
 	}
-	*limit = (int)v;
+	*out = (int)v;
 	return 0;
+}
+
+static int query_limit(const struct svc_api_request *rq, int *limit,
+		       struct svc_api_response *rs)
+{
+	return query_count(rq, "limit", 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT,
+			   "in", limit, rs);
 }
 
 /* since/until: YYYY-MM-DD or a UTC time, normalised to the stored form. */
@@ -219,28 +232,6 @@ static int query_time(const struct svc_api_request *rq, const char *key,
 		return -1;
 	}
 	*value = out;
-	return 0;
-}
-
-/* offset: a count of jobs to skip, in [0, 10^9]. */
-static int query_offset(const struct svc_api_request *rq, int *offset,
-			struct svc_api_response *rs)
-{
-	const char *s = svc_api_query_get(rq, "offset");
-	char *end;
-	long v;
-
-	*offset = 0;
-	if (!s)
-		return 0;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (!isdigit((unsigned char)*s) || *end || errno || v > 1000000000L) {
-		svc_api_error(rs, 400, "offset: '%.32s' is not a count of jobs "
-			      "in [0, 1000000000]", s);
-		return -1;
-	}
-	*offset = (int)v;
 	return 0;
 }
 
@@ -295,7 +286,8 @@ static void list_jobs(const struct svc_api *api,
 
 	if (svc_api_query_check(rq, known, rs) < 0 ||
 	    query_limit(rq, &f.limit, rs) ||
-	    query_offset(rq, &f.offset, rs) ||
+	    query_count(rq, "offset", 0, OFFSET_MAX, 0, "a count of jobs in",
+			&f.offset, rs) ||
 	    query_sort(rq, &f, rs) ||
 	    query_time(rq, "since", since, &f.since, rs) < 0 ||
 	    query_time(rq, "until", until, &f.until, rs) < 0)
