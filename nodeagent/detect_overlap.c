@@ -735,6 +735,34 @@ static int add_weights(struct cm_overlap *ov, struct cm_matrix *m,
 	return 0;
 }
 
+/* An overlap without structure to repeat may still be everyone sharing
+ * with everyone (all-to-all, FFTs, sorts): when nearly every pair
+ * overlaps (CM_OVERLAP_FLAT_PAIRS of them) by CM_OVERLAP_FLAT_MIN on
+ * average, every pair gets that average, not its own noisy value: the
+ * matrix says "homogeneous", and gives the mapping nothing to place by.
+ * Private work (no overlap) and patterns with pairs apart (the blocks of
+ * pairs, groups and neighbours) add nothing here. */
+static int add_flat(struct cm_overlap *ov, struct cm_matrix *m,
+		    const int *idx, int k, double *o)
+{
+	double sum = 0, pairs = (double)k * (k - 1) / 2, mean;
+	long some = 0;
+
+	for (int a = 0; a < k; a++)
+		for (int b = a + 1; b < k; b++) {
+			sum += o[a * k + b];
+			some += o[a * k + b] > 0;
+		}
+	mean = sum / pairs;
+	if ((double)some < CM_OVERLAP_FLAT_PAIRS * pairs ||
+	    mean < CM_OVERLAP_FLAT_MIN)
+		return 0;
+	for (int a = 0; a < k * k; a++)
+		o[a] = mean;
+	ov->st.flat++;
+	return add_weights(ov, m, idx, k, o);
+}
+
 /* Compute over k active threads: the blended overlap, the test, the
  * weights. */
 static int compute(struct cm_overlap *ov, struct cm_matrix *m, const int *idx,
@@ -759,7 +787,7 @@ static int compute(struct cm_overlap *ov, struct cm_matrix *m, const int *idx,
 	ov->st.last_beaten = beaten;
 	ov->st.last_threads = k;
 	if (!trusted)
-		return 0;
+		return add_flat(ov, m, idx, k, o);
 	ov->st.trusted++;
 	return add_weights(ov, m, idx, k, o);
 }

@@ -73,7 +73,10 @@
  * structure (pairs, groups, neighbours) does.  A flat overlap (everyone
  * alike, or nobody sharing) has no structure to repeat and adds nothing:
  * there is nothing to place by.  With fewer than CM_OVERLAP_TEST_THREADS
- * threads the test cannot decide and the overlap is trusted.
+ * threads the test cannot decide and the overlap is trusted.  An
+ * untrusted overlap where nearly every pair overlaps is everyone sharing
+ * (all-to-all): every pair gets the mean (CM_OVERLAP_FLAT_*, stats.flat),
+ * so the matrix shows homogeneous communication without noise in it.
  *
  * Not thread-safe.  Functions return -1 with errno.
  */
@@ -112,6 +115,11 @@
  * 8 of the 24), so it could never be significant. */
 #define CM_OVERLAP_TEST_THREADS 6
 #define CM_OVERLAP_PERMUTATIONS 19
+/* An overlap the test does not trust is added as homogeneous sharing
+ * (every pair its mean) when this share of the pairs overlap at all and
+ * the mean is at least CM_OVERLAP_FLAT_MIN. */
+#define CM_OVERLAP_FLAT_PAIRS 0.75
+#define CM_OVERLAP_FLAT_MIN 0.02
 /* Samples since the last compute needed to tell that a thread moved. */
 #define CM_OVERLAP_MIN_FRESH 16
 /* Pages of a 64 KiB block each of two threads must have touched for
@@ -126,6 +134,8 @@ struct cm_overlap_stats {
 	uint64_t trusted;	/* ... passed the permutation test */
 	uint64_t coarse;	/* ... taking more than half from the coarse
 				 * level (w > 0.5) */
+	uint64_t flat;		/* ... not trusted, but added as homogeneous
+				 * sharing (CM_OVERLAP_FLAT_*) */
 	uint64_t moves;		/* threads that left their memory: their
 				 * older samples forgotten */
 	double weight;		/* total weight added to matrices */

@@ -333,10 +333,11 @@ static void test_private(void)
 }
 
 /* Everybody samples one 16 MiB buffer at random: no structure to
- * repeat between the halves, so the test rejects it in most trials. */
+ * repeat between the halves, so the test rejects it in most trials, and
+ * what it rejects is added as homogeneous sharing: every pair alike. */
 static void test_noise(void)
 {
-	int trusted = 0, trials = 40;
+	int trusted = 0, trials = 40, flat = 0, alike = 0;
 
 	for (int k = 0; k < trials; k++) {
 		struct cm_overlap *ov = cm_overlap_new(0, 0);
@@ -350,11 +351,27 @@ static void test_noise(void)
 		cm_overlap_flush(ov, m);
 		cm_overlap_stats(ov, &st);
 		trusted += st.trusted > 0;
+		if (st.flat > 0 && !st.trusted) {
+			double lo = cm_matrix_get(m, 0, 1), hi = lo;
+
+			flat++;
+			for (int i = 0; i < 8; i++)
+				for (int j = i + 1; j < 8; j++) {
+					double v = cm_matrix_get(m, i, j);
+
+					lo = v < lo ? v : lo;
+					hi = v > hi ? v : hi;
+				}
+			alike += lo > 0 && hi - lo < 1e-9 * hi;
+		}
 		cm_overlap_free(ov);
 		cm_matrix_free(m);
 	}
 	ok(trusted <= trials / 8, "noise: trusted in %d of %d trials (the "
 	   "test's level is 1 in 20)", trusted, trials);
+	ok(flat >= trials - trials / 8 && alike == flat,
+	   "one buffer shared by all: homogeneous in %d of %d trials, every "
+	   "pair alike in %d", flat, trials, alike);
 }
 
 /* 8 threads in pairs (0,1), (2,3), ... for 8 s, then (1,2), (3,4), ...,
