@@ -420,6 +420,25 @@ void cm_tracker_free(struct cm_tracker *t)
 	free(t);
 }
 
+int cm_tracker_add_recorded(struct cm_tracker *t, pid_t pid, pid_t tid,
+			    int rank)
+{
+	int p = -1;
+
+	for (int k = 0; k < t->nprocs && p < 0; k++)
+		if (t->procs[k].pid == pid)
+			p = k;
+	if (p < 0 && (p = add_proc(t, pid, 0, rank, -1)) < 0)
+		return -1;
+	return add_thread(t, p, tid, 0) < 0 ? -1 : t->nthreads - 1;
+}
+
+void cm_tracker_mark_gone(struct cm_tracker *t, int i)
+{
+	if (i >= 0 && i < t->nthreads)
+		t->threads[i].alive = 0;
+}
+
 static int owner_ok(const struct cm_tracker *t, pid_t pid)
 {
 	uid_t uid;

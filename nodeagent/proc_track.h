@@ -122,6 +122,12 @@ int cm_tracker_find_thread(const struct cm_tracker *t, pid_t tid);
 int cm_tracker_thread_ident(const struct cm_tracker *t, int i, int *rank,
 			    int *index);
 
+/* A thread known from a recording (replay.h), not from /proc: it gets
+ * the next index (its process found by pid, or added with rank); nothing
+ * is read.  The index, or -1 on ENOMEM.  mark_gone: thread i exited. */
+int cm_tracker_add_recorded(struct cm_tracker *t, pid_t pid, pid_t tid,
+			    int rank);
+void cm_tracker_mark_gone(struct cm_tracker *t, int i);
 /* Make every provisional rank final now (end of the run: the result
  * needs an identity for every thread). */
 void cm_tracker_settle(struct cm_tracker *t);

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cma_attrib.h"
 #include "record.h"
 
 /* Accesses stop being written past this size (a replay reads at most
@@ -24,6 +25,7 @@ struct cm_recorder {
 	unsigned char *seen;	/* per thread index: 1 written, 2 exited */
 	int seen_cap;
 	int options;		/* the options line was written */
+	int cma_unit;		/* the cma_unit line was written */
 };
 
 static uint64_t clock_now(clockid_t id)
@@ -196,6 +198,21 @@ void cm_record_nopin(struct cm_recorder *r, uint64_t t_ns, int i, int os,
 		return;
 	check(r, fprintf(r->f, "nopin %llu %d %d %d\n",
 			 (unsigned long long)t_ns, i, os, err));
+}
+
+void cm_record_cma(struct cm_recorder *r, const struct cm_cma_transfer *x,
+		   double bytes_per_unit)
+{
+	if (!r || r->err || over_limit(r))
+		return;
+	if (!r->cma_unit) {
+		r->cma_unit = 1;
+		check(r, fprintf(r->f, "cma_unit %.17g\n", bytes_per_unit > 0 ?
+				 bytes_per_unit : CM_CMA_BYTES_PER_UNIT));
+	}
+	check(r, fprintf(r->f, "cma %llu %u %u %u %llu\n",
+			 (unsigned long long)x->time, x->pid, x->tid, x->peer,
+			 (unsigned long long)x->bytes));
 }
 
 /* The topology lines: both or neither. */

@@ -37,11 +37,12 @@
 #define CM_RECORD_FORMAT "commap-recording"
 /* Version 2 adds each access's mapping start and class (evidence.h);
  * version 3 the decisions' inputs (above); version 4 the pins that
- * failed ("nopin").  Older versions are still read (1: sharer table
+ * failed ("nopin") and the single-copy transfers ("cma_unit", "cma").  Older versions are still read (1: sharer table
  * only; 1 and 2: one mapping at the end; 3: every pin made). */
 #define CM_RECORD_VERSION 4
 
 struct cm_recorder;
+struct cm_cma_transfer;
 
 /* Create path (mode 0644, truncated; never through a symbolic link) and
  * write the header: format, version and the clocks now.  NULL with
@@ -89,6 +90,12 @@ void cm_record_snapshot(struct cm_recorder *r, char kind, uint64_t t_ns,
  * written: the replay makes them. */
 void cm_record_nopin(struct cm_recorder *r, uint64_t t_ns, int i, int os,
 		     int err);
+/* A single-copy transfer (cma_trace.h) as the collector drained it,
+ * before its attribution (cma_attrib.h, which the replay runs again on
+ * the recorded threads): the time, caller, peer and bytes.  The first
+ * one writes the matrix unit too (bytes_per_unit; <= 0 the default). */
+void cm_record_cma(struct cm_recorder *r, const struct cm_cma_transfer *x,
+		   double bytes_per_unit);
 /* An interval of interval_ms ended at t_ns (CLOCK_MONOTONIC), before its
  * decision; a checkpoint inside a long interval aged and folded at t_ns
  * (interval_ms 0: written as "checkpoint").  app_ns: the step's progress

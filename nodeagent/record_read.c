@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cma_attrib.h"
 #include "evidence.h"
+#include "proc_track.h"
 #include "record.h"
 #include "replay.h"
 
@@ -18,6 +20,10 @@ struct reader {
 	struct cm_replay *rp;
 	struct cm_detect_table *table;
 	struct cm_overlap *overlap;	/* version 2: the overlap too */
+	/* version 4: the recorded threads, for the transfers' attribution
+	 * by the agent's own code (cma_attrib.h); nothing read from /proc */
+	struct cm_tracker *tr;
+	struct cm_cma_attrib *cma;
 	struct cm_matrix *fresh;	/* events since the last clock line */
 	cm_replay_clock_fn clock_fn;	/* NULL: none */
 	void *clock_ctx;
@@ -108,6 +114,31 @@ static int grow_threads(struct reader *r, int i)
 	return 0;
 }
 
+/* The tracker's threads up to index i (version 4): thread i as recorded;
+ * an index written later than a higher one (a thread gone before the
+ * collector saw it) is a thread gone, as it was to the agent's tracker
+ * when the transfers after it were attributed. */
+static int track_thread(struct reader *r, int i)
+{
+	const struct cm_replay_thread *th = &r->rp->threads[i];
+
+	if (!r->tr || i < cm_tracker_nthreads(r->tr))
+		return 0;
+	while (cm_tracker_nthreads(r->tr) < i) {
+		int k = cm_tracker_add_recorded(r->tr, 0, 0, -1);
+
+		if (k < 0)
+			return cm_errorf(r->err, ENOMEM, "recording: out of "
+					 "memory");
+		cm_tracker_mark_gone(r->tr, k);
+	}
+	if (cm_tracker_add_recorded(r->tr, th->pid, th->tid, th->rank) < 0)
+		return cm_errorf(r->err, ENOMEM, "recording: out of memory");
+	if (th->exited)
+		cm_tracker_mark_gone(r->tr, i);
+	return 0;
+}
+
 /* "thread I PID TID RANK INDEX" */
 static int on_thread(struct reader *r, char **w, int n)
 {
@@ -126,7 +157,7 @@ static int on_thread(struct reader *r, char **w, int n)
 	r->rp->threads[i] = (struct cm_replay_thread){
 		.pid = pid, .tid = tid, .rank = rank, .index = index,
 		.known = 1, .exited = r->rp->threads[i].exited };
-	return 0;
+	return track_thread(r, i);
 }
 
 /* "a TIME I SPACE INODE ADDR SHARED" (hex space, inode, addr), and in
@@ -329,6 +360,56 @@ static int on_exit_line(struct reader *r, char **w, int n)
 	if (grow_threads(r, i) < 0)
 		return -1;
 	r->rp->threads[i].exited = 1;
+	if (r->tr)
+		cm_tracker_mark_gone(r->tr, i);
+	return 0;
+}
+
+/* "cma_unit BYTES" (version 4): bytes per matrix unit, once, before the
+ * first transfer. */
+static int on_cma_unit(struct reader *r, char **w, int n)
+{
+	struct cm_replay *rp = r->rp;
+	char *end;
+
+	if (r->version < 4 || n != 2 || rp->cma_unit > 0)
+		return bad(r, rp->cma_unit > 0 ? "'cma_unit' given twice" :
+			   "want 'cma_unit BYTES' (version 4)");
+	errno = 0;
+	rp->cma_unit = strtod(w[1], &end);
+	if (errno || *end || !(rp->cma_unit >= 1 && rp->cma_unit <= 1e12))
+		return bad(r, "cma_unit: BYTES must be within 1..1e12");
+	r->cma = cm_cma_attrib_new(r->tr, rp->cma_unit);
+	return r->cma ? 0 : cm_errorf(r->err, ENOMEM, "recording: out of "
+				      "memory");
+}
+
+/* "cma TIME PID TID PEER BYTES" (version 4): a transfer, attributed to
+ * the threads recorded so far by the agent's attribution. */
+static int on_cma(struct reader *r, char **w, int n)
+{
+	struct cm_cma_transfer x = { 0 };
+	uint64_t pid, tid, peer;
+	int added;
+
+	if (r->version < 4 || n != 6 || word_u64(w[1], 10, &x.time) ||
+	    word_u64(w[2], 10, &pid) || word_u64(w[3], 10, &tid) ||
+	    word_u64(w[4], 10, &peer) || word_u64(w[5], 10, &x.bytes) ||
+	    pid > 0x7fffffff || tid > 0x7fffffff || peer > 0x7fffffff ||
+	    x.bytes > (1ull << 40))
+		return bad(r, "want 'cma TIME PID TID PEER BYTES' (ids < 2^31, "
+			   "BYTES <= 2^40, version 4)");
+	if (!r->cma)
+		return bad(r, "a 'cma' line before 'cma_unit'");
+	x.pid = (uint32_t)pid;
+	x.tid = (uint32_t)tid;
+	x.peer = (uint32_t)peer;
+	added = cm_cma_attrib_add(r->cma, &x, r->fresh);
+	if (added < 0)
+		return cm_errorf(r->err, ENOMEM, "recording: out of memory");
+	r->rp->cma_lines++;
+	r->rp->cma_added += (uint64_t)added;
+	r->rp->cma_bytes += added ? x.bytes : 0;
 	return 0;
 }
 
@@ -387,8 +468,8 @@ static int on_trailer(struct reader *r, char **w, int n)
 		return 0;
 	}
 	return bad(r, "unknown line (want a, thread, exit, interval, "
-		   "checkpoint, snap, nopin, options, topology, cpuset, "
-		   "dry_run, mode, dropped or end)");
+		   "checkpoint, snap, nopin, cma, cma_unit, options, "
+		   "topology, cpuset, dry_run, mode, dropped or end)");
 }
 
 /* The three header lines, in order. */
@@ -435,6 +516,9 @@ static int on_header(struct reader *r, char **w, int n)
 		if (r->version >= 2 && !(r->overlap = cm_overlap_new(0, 0)))
 			return cm_errorf(r->err, ENOMEM, "recording: out of "
 					 "memory");
+		if (r->version >= 4 && !(r->tr = cm_tracker_new(NULL, 0)))
+			return cm_errorf(r->err, ENOMEM, "recording: out of "
+					 "memory");
 	}
 	r->header++;
 	return 0;
@@ -474,6 +558,10 @@ static int on_line(struct reader *r, char *line)
 		return on_exit_line(r, w, n);
 	if (strcmp(w[0], "nopin") == 0)
 		return on_nopin(r, w, n);
+	if (strcmp(w[0], "cma") == 0)
+		return on_cma(r, w, n);
+	if (strcmp(w[0], "cma_unit") == 0)
+		return on_cma_unit(r, w, n);
 	return on_trailer(r, w, n);
 }
 
@@ -541,6 +629,8 @@ int cm_replay_parse_clocked(const char *text, size_t len,
 	cm_overlap_stats(r.overlap, &rp->overlap);
 	cm_detect_table_free(r.table);
 	cm_overlap_free(r.overlap);
+	cm_cma_attrib_free(r.cma);
+	cm_tracker_free(r.tr);
 	cm_matrix_free(r.fresh);
 	snap_free(&r);		/* one cut short by the end (agent killed) */
 	if (rc < 0)

@@ -74,6 +74,12 @@ struct cm_replay {
 	/* version 4: the pins that failed, in the recording's order */
 	struct cm_replay_nopin *nopin;
 	int nnopin;
+	/* version 4: single-copy transfers ("cma"), attributed as the agent
+	 * attributes them (cma_attrib.h) to the recorded threads */
+	double cma_unit;	/* bytes per matrix unit, 0 none */
+	uint64_t cma_lines;	/* transfers read */
+	uint64_t cma_added;	/* ... added to the matrix */
+	uint64_t cma_bytes;	/* ... and their bytes */
 };
 
 /* A clock line of a version 3 recording (record.h), given to the replay

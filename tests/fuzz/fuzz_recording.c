@@ -5,10 +5,10 @@
  * Invariants: a refused text leaves the replay empty and says why, naming
  * the line where there is one; an accepted one has at most
  * CM_REPLAY_MAX_THREADS threads, a matrix no larger, whose total weight is
- * the number of events the table reported, and parsing it again gives the
- * same matrix (the replay is deterministic); read with a clock hook
- * (version 3), it is called once per clock line and guard snapshot, with
- * times that never go back, and the events it is given weigh no more than
+ * the number of events the table reported and the transfers' units, and
+ * parsing it again gives the same matrix (the replay is deterministic);
+ * read with a clock hook (version 3), it is called once per clock line and
+ * guard snapshot, with times that never go back, and the events it is given weigh no more than
  * the matrix; its pins that failed (version 4) are at most
  * CM_REPLAY_MAX_NOPIN, of recorded thread indices, with an errno.
  */
@@ -72,14 +72,21 @@ static void check_accepted(const char *text, size_t size,
 {
 	struct cm_replay again;
 	struct cm_error err = { "" };
+	double cma = rp->cma_unit > 0 ? (double)rp->cma_bytes / rp->cma_unit :
+		     0;
 
 	fuzz_require(rp->nthreads >= 0 &&
 		     rp->nthreads <= CM_REPLAY_MAX_THREADS, "thread count");
 	fuzz_require(rp->m && cm_matrix_nthreads(rp->m) <= rp->nthreads,
 		     "the matrix holds only recorded threads");
+	fuzz_require(rp->cma_added <= rp->cma_lines &&
+		     (rp->cma_lines == 0 || rp->cma_unit >= 1),
+		     "transfers attributed at most once, with a unit");
 	fuzz_require(fabs(cm_matrix_total(rp->m) - (double)rp->events -
-			  rp->overlap.weight) < 0.5 + 1e-9 * rp->overlap.weight,
-		     "the matrix weighs the events and the overlap");
+			  rp->overlap.weight - cma) <
+		     0.5 + 1e-9 * (rp->overlap.weight + cma),
+		     "the matrix weighs the events, the overlap and the "
+		     "transfers");
 	fuzz_require(rp->events == 0 || rp->accesses > 0, "events need "
 		     "accesses");
 	fuzz_require(rp->nnopin >= 0 && rp->nnopin <= CM_REPLAY_MAX_NOPIN &&

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cma_trace.h"
 #include "commap/matrix.h"
 #include "commap/topology.h"
 #include "detect_table.h"
@@ -191,6 +192,15 @@ static const struct bad_case bad[] = {
 	{ V4 "nopin 5 4096 0 1\n", "line 4: want 'nopin" },
 	{ V4 "nopin 5 1 -2 1\n", "line 4: want 'nopin" },
 	{ V4 "nopin 5 1 0 1 0\n", "line 4: want 'nopin" },
+	/* version 4: single-copy transfers */
+	{ V3 "cma_unit 65536\n", "line 4: want 'cma_unit BYTES'" },
+	{ V4 "cma_unit 0.5\n", "line 4: cma_unit: BYTES must be" },
+	{ V4 "cma_unit 65536\ncma_unit 65536\n", "line 5: 'cma_unit' given" },
+	{ V4 "cma 5 1 1 2 4096\n", "line 4: a 'cma' line before 'cma_unit'" },
+	{ V4 "cma_unit 4096\ncma 5 1 1 2\n", "line 5: want 'cma TIME" },
+	{ V4 "cma_unit 4096\ncma 5 1 1 2147483648 1\n", "line 5: want 'cma" },
+	{ V4 "cma_unit 4096\ncma 5 1 1 2 1099511627777\n",
+	  "line 5: want 'cma" },
 };
 
 static void test_bad(void)
@@ -342,6 +352,49 @@ static void test_clock_without_app(void)
 	cm_replay_free(&rp);
 }
 
+/* Transfers are recorded before their attribution and attributed again
+ * by the agent's code to the recorded threads: the caller's thread, the
+ * peer's most calling thread (else its main thread), none for a caller
+ * not recorded. */
+static void test_cma(const char *path)
+{
+	struct cm_detect_config cfg = { 4096, 1024, 100 * MS };
+	struct cm_recorder *r = cm_record_open(path, NULL);
+	struct cm_cma_transfer x[] = {
+		{ .pid = 100, .tid = 101, .peer = 200, .bytes = 131072,
+		  .time = 5 },
+		{ .pid = 200, .tid = 200, .peer = 100, .bytes = 65536,
+		  .time = 6 },
+		{ .pid = 300, .tid = 300, .peer = 100, .bytes = 65536,
+		  .time = 7 },
+	};
+	struct cm_replay rp;
+	struct cm_error err = { "" };
+	size_t len;
+	char *text;
+
+	cm_record_detect(r, &cfg);
+	cm_record_thread(r, 0, 100, 100, 0, 0);
+	cm_record_thread(r, 1, 100, 101, 0, 1);
+	cm_record_thread(r, 2, 200, 200, 1, 0);
+	for (size_t k = 0; k < sizeof(x) / sizeof(x[0]); k++)
+		cm_record_cma(r, &x[k], 0);
+	ok(cm_record_close(r, NULL, 1, "dynamic", &err) == 0, "closed (%s)",
+	   err.text);
+	text = slurp(path, &len);
+	ok(cm_replay_parse(text, len, &rp, &err) == 0, "transfers read back "
+	   "(%s)", err.text);
+	ok(rp.cma_unit == 65536 && rp.cma_lines == 3 && rp.cma_added == 2 &&
+	   rp.cma_bytes == 196608, "three transfers, the default unit, the "
+	   "caller not recorded left out");
+	ok(cm_matrix_get(rp.m, 1, 2) == 3 && cm_matrix_get(rp.m, 0, 2) == 0 &&
+	   cm_matrix_total(rp.m) == 3, "attributed as the agent does: the "
+	   "peer's main thread, then its thread that called (%g)",
+	   cm_matrix_get(rp.m, 1, 2));
+	cm_replay_free(&rp);
+	free(text);
+}
+
 int main(void)
 {
 	char path[] = "/tmp/commap-test-record.XXXXXX";
@@ -354,6 +407,7 @@ int main(void)
 	test_dropped();
 	test_clock_without_app();
 	test_clock(path);
+	test_cma(path);
 	unlink(path);
 	return done_testing();
 }
