@@ -224,6 +224,18 @@ all(x < 0 for x in r[0]["timeline"][0]["pu_of_thread"]) and
 not r[0].get("guard", {}).get("checked")' "$T/refused.json"
 ok "a pin refused: the same bytes twice" cmp -s "$T/refused.json" \
 	"$T/refused2.json"
+# Message passing (version 4): 2 Open MPI ranks in a ring at 1 MiB, a
+# dry run.  Every recorded transfer lands on the edge between the two
+# ranks (their bytes in 64 KiB units), and the ranks share a core.
+rec="$recordings/mpi-ring2-cma.rec"
+"$commap" replay "$rec" >"$T/m1.json" && "$commap" replay "$rec" >"$T/m2.json"
+ok "MPI ring (CMA): the same bytes twice" cmp -s "$T/m1.json" "$T/m2.json"
+units=$(awk '$1 == "cma" { s += $6 } END { print s / 65536 }' "$rec")
+ok "MPI ring (CMA): the $units units of transfers between the ranks, on one core" \
+	py '(lambda e, th, m: e[2] >= '"$units"' and
+th[e[0]]["pid"] != th[e[1]]["pid"] and m[e[0]] >= 0 and
+m[e[0]] // 2 == m[e[1]] // 2)(max(r[0]["edges"], key=lambda x: x[2]),
+r[0]["threads"], r[0]["timeline"][-1]["pu_of_thread"])' "$T/m1.json"
 # A stable pattern: one mapping, none after it, in every interval.
 rec="$recordings/pairs4-stable.rec"
 "$commap" replay "$rec" >"$T/s1.json" && "$commap" replay "$rec" >"$T/s2.json"
