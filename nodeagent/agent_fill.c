@@ -141,8 +141,9 @@ static void fill_stats(struct agent *a)
 			      (cs.nperiods < 8 ? cs.nperiods : 8);
 		cm_collect_result_stats(&cs, s);
 		/* References continuing a run on one line (evidence.h) are
-		 * repeats too. */
+		 * repeats too; those on a line waited on, spins. */
 		s->drop_repeat += cs.refs.run_refs;
+		s->drop_spin += cs.refs.spin_refs;
 	}
 	s->mapping_ms = a->mapping_ms;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
