@@ -13,7 +13,13 @@
 # Runs: 4 ranks in a ring, pairs and a periodic 2D halo (MPI_Cart_create)
 # at 64 KiB and 1 MiB; a non-blocking ring; an all-to-all; 8 ranks in a 2D
 # halo; hybrid ranks of 2 OpenMP threads (the weight on the threads that
-# call MPI); MPICH's ring and halo when it is installed.  The agent runs
+# call MPI); MPICH's ring and halo when it is installed.  Small messages
+# (64 B, below every CMA threshold) go through shared-memory segments
+# that belong to one rank each: the agent counts a sampled reference of
+# one rank into another rank's segment as evidence between them
+# (nodeagent/shm_owner.h); two ranks on the machine's CPUs, not yielding,
+# with Open MPI and MPICH (samples are few: each run is repeated, up to 4
+# times, until the agent reports such a reference).  The agent runs
 # dry (a synthetic topology): detection only, nothing pinned.  Syscalls
 # are counted, not sampled, so a busy machine slows the runs but does not
 # blur the matrix.  Skipped without MPI or without root (CMA tracing needs
@@ -109,7 +115,62 @@ ompi hybrid 4 --pattern ring --bytes 65536 --threads 2 --seconds 2
 is "hybrid: exit 0" "$status" 0
 cosine hybrid pmpi --min-main 0.9
 
+# --- small messages: evidence from the segments' owners ---------------------
+# shm_seen NAME: the references the agent counted into another process's
+# shared segment ("shared segments: ..." in its log), 0 if none.
+shm_seen() {
+	local n
+	n=$(sed -n "s/.*shared segments: [0-9]* references, \([0-9]*\) into another process's.*/\1/p" \
+		"$T/$1.err")
+	echo "${n:-0}"
+}
+
+# small NAME RUNNER...: run (RUNNER: ompi or mpich_run, with its
+# arguments) until the agent saw a reference into another rank's segment,
+# at most 4 times; then its checks.
+small() {
+	local name=$1 try
+	shift
+	for try in 1 2 3 4; do
+		"$@"
+		[ "$status" -ne 0 ] && break
+		[ "$(shm_seen "$name")" -gt 0 ] && break
+		diag "$name: run $try saw no reference into a peer's segment"
+	done
+	is "$name: exit 0" "$status" 0
+	ok "$name: references into another rank's segment ($(shm_seen "$name"))" \
+		test "$(shm_seen "$name")" -gt 0
+	diag "$name: $(grep 'shared segments' "$T/$name.err")"
+	cosine "$name" pmpi
+}
+
+# ompi_busy: ompi with ranks that poll instead of yielding (two ranks on
+# the machine's CPUs, the production case).
+ompi_busy() {
+	export OMPI_MCA_mpi_yield_when_idle=0
+	ompi "$@"
+	unset OMPI_MCA_mpi_yield_when_idle
+}
+
+small small-ompi ompi_busy small-ompi 2 --pattern pairs --bytes 64 \
+	--seconds 2
+ok "small-ompi: the owners from the segments' names" \
+	grep -q "owners: [0-9]* by creator, [1-9][0-9]* by name" \
+	"$T/small-ompi.err"
+
 # --- MPICH -------------------------------------------------------------------
+# mpich_run NAME NP ARGS...: a run of the MPICH build under the agent.
+mpich_run() {
+	local name=$1 np=$2
+	shift 2
+	run "$commap" run -v --topology "$TOPO" \
+		--output "$T/$name.json" -- mpiexec.mpich -n "$np" \
+		-genv WL_PMPI_OUT "$T/$name.pmpi.json" \
+		-genv LD_PRELOAD "$T/libwlpmpi-mpich.so" \
+		"$T/wl-mpich" "$@"
+	cp "$T/err" "$T/$name.err"
+}
+
 if command -v mpicc.mpich >/dev/null && command -v mpiexec.mpich >/dev/null
 then
 	mpicc.mpich -O2 -fopenmp -o "$T/wl-mpich" \
@@ -117,6 +178,8 @@ then
 	mpicc.mpich -O2 -shared -fPIC -o "$T/libwlpmpi-mpich.so" \
 		"$top_srcdir/tests/workloads/wl_pmpi.c"
 	is "MPICH: workload and PMPI library built" "$?" 0
+	small small-mpich mpich_run small-mpich 2 --pattern pairs --bytes 64 \
+		--seconds 2
 	for run_ in "ring 1048576" "halo2d 65536"; do
 		set -- $run_
 		name="mpich-$1-$2"

@@ -83,8 +83,8 @@ sizes_table() {
 			$pattern --bytes $s --seconds $seconds --report" \
 			>"$T/out" 2>"$T/err"
 		it=$(sed -n 's/^iters=\([0-9]*\).*/\1/p' "$T/out")
-		read -r n cb < <(sed -n 's/.*(CMA): \([0-9]*\) transfers, \([0-9]*\) bytes.*/\1 \2/p' "$T/err")
-		read -r sn sw < <(sed -n "s/.*shared segments: [0-9]* references, \([0-9]*\) into another process's (weight \([0-9.]*\)).*/\1 \2/p" "$T/err")
+		read -r n cb < <(sed -n 's/.*(CMA): \([0-9]*\) transfers, \([0-9]*\) bytes.*/\1 \2/p' "$T/err") || true
+		read -r sn sw < <(sed -n "s/.*shared segments: [0-9]* references, \([0-9]*\) into another process's (weight \([0-9.]*\)).*/\1 \2/p" "$T/err") || true
 		smp=$(sed -n 's/.* threads, \([0-9]*\) samples.*/\1/p' "$T/err")
 		pb=$(python3 -c 'import json,sys; print(sum(e[2] for e in json.load(open(sys.argv[1]))["edges"]))' "$T/pmpi.json")
 		line=$("$rm_" cosine --truth "$T/pmpi.json" "$T/r.json" || true)
