@@ -49,6 +49,44 @@ struct merge {
 	int run_is_latest;
 };
 
+/* A thread whose total weight in the model is below this fraction of the
+ * mean communicating thread's says nothing about where it should run: an
+ * idle main thread that first touched its workers' buffers, or was
+ * sampled once on their data.  Its edges are not kept, so the learned
+ * mapping (the agent maps every identity with an edge) leaves it to the
+ * scheduler instead of giving it a PU, a ninth thread on eight PUs.
+ * Measured (docs/PERFORMANCE.md, "Learned mappings"): a thread that
+ * communicates weighs at least 0.57 of the mean, what a thread gets from
+ * noise alone (its edges outside its pair) at most 0.07 of it. */
+#define NEGLIGIBLE_SHARE 0.10
+
+/* Drop the edges of negligible threads (above) from the merged edges. */
+static int drop_negligible(struct merge *m)
+{
+	double *total = calloc(m->nu ? m->nu : 1, sizeof(*total));
+	double sum = 0, least;
+	size_t k, n = 0, kept = 0;
+
+	if (!total)
+		return -1;
+	for (k = 0; k < m->ne; k++) {
+		total[m->e[k].a] += m->e[k].w;
+		total[m->e[k].b] += m->e[k].w;
+	}
+	for (k = 0; k < m->nu; k++)
+		if (total[k] > 0) {
+			sum += total[k];
+			n++;
+		}
+	least = n ? NEGLIGIBLE_SHARE * sum / (double)n : 0;
+	for (k = 0; k < m->ne; k++)
+		if (total[m->e[k].a] >= least && total[m->e[k].b] >= least)
+			m->e[kept++] = m->e[k];
+	m->ne = kept;
+	free(total);
+	return 0;
+}
+
 /* Keep identities of the latest run and those on a remaining edge. */
 static int choose_threads(struct merge *m)
 {
@@ -236,7 +274,7 @@ static int merge_matrices(struct merge *m, struct cm_error *err)
 	m->stability = m->light ? svc_model_cosine(&m->old, &m->run) : -1;
 	m->e = svc_model_blend(&m->old, &m->run, m->light ? SVC_MODEL_ALPHA : 1,
 		     &m->ne);
-	if (!m->e || choose_threads(m) < 0)
+	if (!m->e || drop_negligible(m) < 0 || choose_threads(m) < 0)
 		return cm_errorf(err, ENOMEM, "model: out of memory");
 	return 0;
 }

@@ -369,6 +369,49 @@ static void test_weights_edges(void)
 	json_decref(a);
 }
 
+/* An idle main thread (identity 0) that first touched its workers'
+ * buffers has a little weight to each of them: under a tenth of the mean
+ * thread's, its edges are not kept, so the learned mapping leaves it
+ * unpinned (8 workers on 8 PUs, not 9 threads).  A light thread that does
+ * communicate (identity 9, a fifth of the mean) keeps its edge. */
+static void test_negligible_thread(void)
+{
+	static const char T10[] = "[{\"index\":0},{\"index\":1},"
+		"{\"index\":2},{\"index\":3},{\"index\":4},{\"index\":5},"
+		"{\"index\":6},{\"index\":7},{\"index\":8},{\"index\":9}]";
+	static const char E[] = "[[1,2,1.0],[3,4,1.0],[5,6,1.0],[7,8,1.0],"
+		"[0,1,0.002],[0,2,0.002],[0,3,0.002],[0,4,0.002],[0,5,0.002],"
+		"[0,6,0.002],[0,7,0.002],[0,8,0.002],[1,9,0.2]]";
+	struct cm_error e = { "" };
+	json_t *r, *m, *next;
+	double main_w = 0;
+	long k;
+
+	r = result("2030-01-01T00:00:00Z", T10, E,
+		   "[0,1,2,3,4,5,6,7,8,1]");
+	m = svc_model_merge(NULL, r, 1, "2030-01-02T00:00:00Z", &e);
+	ok(m != NULL, "a run with an idle main thread: a model (%s)", e.text);
+	for (k = 1; k <= 8; k++)
+		main_w += weight(m, 0, k);
+	is_double(main_w, 0, 0, "the main thread (2% of the mean) has no "
+		  "edge in the model");
+	is_int(json_array_size(json_object_get(m, "threads")), 10,
+	       "  it stays among the model's threads (the latest run's)");
+	is_double(weight(m, 1, 2), 1.0, 1e-12, "  the pairs keep their weight");
+	is_double(weight(m, 1, 9), 0.2, 1e-12,
+		  "a light thread (a fifth of the mean) keeps its edge");
+	next = svc_model_merge(m, r, 2, "2030-01-02T00:00:00Z", &e);
+	main_w = 0;
+	for (k = 1; k <= 8; k++)
+		main_w += weight(next, 0, k);
+	is_double(main_w, 0, 0, "  a second run: still none (no build-up)");
+	is_int(json_array_size(json_object_get(next, "edges")), 5,
+	       "  the model's edges: the 4 pairs and the light thread's");
+	json_decref(next);
+	json_decref(m);
+	json_decref(r);
+}
+
 /* The service folds stored texts (svc_model_run_read), not jansson
  * documents: a text in another layout (blanks, key order, escaped keys,
  * unknown members holding brackets and quotes, exponents, a null rank)
@@ -618,6 +661,7 @@ int main(void)
 	test_key();
 	test_merge();
 	test_weights_edges();
+	test_negligible_thread();
 	test_text_reader();
 	test_batch_equals_runs();
 	return done_testing();
