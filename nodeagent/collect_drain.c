@@ -237,7 +237,8 @@ static int owner_by_fd(struct cm_collector *c, const char *path,
 	int n = cm_tracker_nprocs(c->tr), k;
 	pid_t *pid;
 
-	if (!cm_shm_owners_may_scan(c->shm, now_ns))
+	if (!cm_shm_owners_may_scan(c->shm, now_ns,
+				    cm_tracker_nalive(c->tr)))
 		return -2;
 	pid = calloc((size_t)(n > 0 ? n : 1), sizeof(*pid));
 	if (!pid)

@@ -17,8 +17,9 @@
 struct cm_shm_owners {
 	struct cm_shm_seg seg[CM_SHM_SEGS];
 	struct cm_shm_stats st;
-	uint64_t scan_second;	/* sample time / 1 s of the scans counted */
-	int scans;		/* ... in that second */
+	int64_t scan_tokens;	/* process scans allowed (may be < 0) */
+	uint64_t scan_ns;	/* sample time the tokens were counted to */
+	int scan_started;
 };
 
 static uint64_t mix(uint64_t x)
@@ -104,21 +105,32 @@ void cm_shm_seg_set_owner(struct cm_shm_owners *o, struct cm_shm_seg *s,
 		o->st.by_name++;
 }
 
-int cm_shm_owners_may_scan(struct cm_shm_owners *o, uint64_t now_ns)
+int cm_shm_owners_may_scan(struct cm_shm_owners *o, uint64_t now_ns,
+			   int nprocs)
 {
-	uint64_t sec = now_ns / 1000000000ull;
+	uint64_t add;
 
 	if (!o)
 		return 0;
-	if (sec != o->scan_second) {
-		o->scan_second = sec;
-		o->scans = 0;
+	if (!o->scan_started) {
+		o->scan_started = 1;
+		o->scan_ns = now_ns;
+		o->scan_tokens = CM_SHM_SCAN_BURST;
 	}
-	if (o->scans >= CM_SHM_SCANS_PER_S) {
+	if (now_ns < o->scan_ns)
+		o->scan_ns = now_ns;	/* rings read slightly out of order */
+	add = (now_ns - o->scan_ns) * CM_SHM_SCAN_PROCS_PER_S / 1000000000ull;
+	if (add) {
+		o->scan_tokens += (int64_t)add;
+		if (o->scan_tokens > CM_SHM_SCAN_BURST)
+			o->scan_tokens = CM_SHM_SCAN_BURST;
+		o->scan_ns += add * 1000000000ull / CM_SHM_SCAN_PROCS_PER_S;
+	}
+	if (o->scan_tokens <= 0) {
 		o->st.scans_deferred++;
 		return 0;
 	}
-	o->scans++;
+	o->scan_tokens -= nprocs > 0 ? nprocs : 1;
 	o->st.scans++;
 	return 1;
 }

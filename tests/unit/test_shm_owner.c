@@ -279,6 +279,33 @@ static void bounded(void)
 	cm_shm_owners_free(o);
 }
 
+/* The scans of rule 2b: a burst, then a steady rate, and a scan of many
+ * processes paid for by waiting. */
+static void scan_budget(void)
+{
+	struct cm_shm_owners *o = cm_shm_owners_new();
+	struct cm_shm_stats st;
+	int n = 0, later = 0, big;
+
+	while (n < 1000 && cm_shm_owners_may_scan(o, 5 * MS, 4))
+		n++;
+	is_int(n, CM_SHM_SCAN_BURST / 4, "a burst: 16 scans of 4 processes");
+	for (int k = 0; k < 100; k++)
+		later += cm_shm_owners_may_scan(o, 1005 * MS, 4);
+	is_int(later, CM_SHM_SCAN_PROCS_PER_S / 4,
+	       "one second later: 4 more");
+	big = cm_shm_owners_may_scan(o, 3005 * MS, 100);
+	ok(big, "a scan of 100 processes once the bucket is not empty");
+	ok(!cm_shm_owners_may_scan(o, 6005 * MS, 1),
+	   "... paid for: nothing 3 s later");
+	ok(cm_shm_owners_may_scan(o, 8005 * MS, 1), "... something 5 s later");
+	cm_shm_owners_stats(o, &st);
+	ok(st.scans == 16 + 4 + 1 + 1 && st.scans_deferred >= 1,
+	   "counts: %llu scans, %llu deferred",
+	   (unsigned long long)st.scans, (unsigned long long)st.scans_deferred);
+	cm_shm_owners_free(o);
+}
+
 /* Four ranks in a ring, owners by name: rank r polls its own segment and
  * delivers into rank r+1's, one sample in ten in the peer's.  Samples
  * are 10 ms apart, never two in one window. */
@@ -319,6 +346,7 @@ int main(void)
 	by_samples();
 	by_creator_and_visitors();
 	bounded();
+	scan_budget();
 	ring();
 	return done_testing();
 }
