@@ -29,9 +29,8 @@ e2e_require_mpi() {
 # parallel) whose plugstack runs the real agent ($plug_agent, below) with
 # the spool $spool.
 e2e_agent_cluster() {
-	local port
-	port=$(free_port_pair "$1") || port=$1
-	export COMMAP_SLURMCTLD_PORT=$port COMMAP_SLURMD_PORT=$((port + 1))
+	unset COMMAP_SLURMCTLD_PORT COMMAP_SLURMD_PORT
+	E2E_PORT_FROM=$1
 	shift
 	e2e_cluster_start "default=off agent=$agent spool=/tmp"
 	spool=$E2E_DIR/spool

@@ -41,9 +41,14 @@ e2e_cluster_start() {
 	export COMMAP_CLUSTER_DIR=$E2E_DIR/var
 	export SLURM_CONF_DIR=$E2E_DIR/etc
 	export SLURM_CONF=$SLURM_CONF_DIR/slurm.conf
+	# Ports found free here are taken by the daemons seconds later: a lock
+	# over both keeps clusters starting at the same time (make -j, another
+	# build tree) from finding the same ones.  The daemons never hold it.
+	exec {e2e_port_lock}>>/tmp/commap-e2e-ports.lock
+	flock "$e2e_port_lock"
 	if [ -z "${COMMAP_SLURMCTLD_PORT:-}" ]; then
-		COMMAP_SLURMCTLD_PORT=$(free_port_pair 16817) ||
-			COMMAP_SLURMCTLD_PORT=16817
+		COMMAP_SLURMCTLD_PORT=$(free_port_pair "${E2E_PORT_FROM:-16817}") ||
+			COMMAP_SLURMCTLD_PORT=${E2E_PORT_FROM:-16817}
 		COMMAP_SLURMD_PORT=$((COMMAP_SLURMCTLD_PORT + 1))
 	fi
 	export COMMAP_SLURMCTLD_PORT
@@ -54,11 +59,12 @@ e2e_cluster_start() {
 	e2e_plugstack "$@"
 	trap e2e_cluster_stop EXIT
 	bash "$top_srcdir/deploy/cluster/cluster.sh" start ${E2E_CLUSTER_OPTS:-} \
-		>"$E2E_DIR/cluster.log" 2>&1 || {
+		>"$E2E_DIR/cluster.log" 2>&1 {e2e_port_lock}>&- || {
 		cat "$E2E_DIR/cluster.log" >&2
 		echo "Bail out! the test cluster did not start"
 		exit 1
 	}
+	exec {e2e_port_lock}>&-
 }
 
 # Rewrite plugstack.conf; slurmstepd rereads it for every step.  srun

@@ -1,9 +1,10 @@
 # End-to-end tests: a real Slurm cluster started by the tests themselves
 # (tests/e2e/e2e-lib.sh); skipped with a reason when not root or Slurm is
 # missing.  t0520 and up run the real agent and the workloads
-# (tests/e2e/e2e-agent-lib.sh), each cluster on its own ports; t0500 and
-# t0510 share the default ports 16817/16818, so they are kept apart in
-# this list (make -j2 check starts neighbours together).
+# (tests/e2e/e2e-agent-lib.sh).  Each test searches free ports from a
+# base of its own, under a lock held until its daemons have taken them
+# (e2e_cluster_start), so tests of this list and of other build trees can
+# run at the same time.
 E2E_TESTS = \
 	tests/e2e/t0500-spank-plugin.sh \
 	tests/e2e/t0520-threads-pairs.sh \

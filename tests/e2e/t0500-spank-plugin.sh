@@ -112,8 +112,11 @@ rc=$?
 took=$(( $(date +%s) - start ))
 [ $rc -eq 0 ] && [ $took -lt 15 ]
 ok $? "a stuck agent does not hold the step (rc $rc, ${took} s)"
-pkill -f "$top_srcdir/tests/e2e/stuck-agent.sh" 2>/dev/null
-pkill -x -f "sleep 30" 2>/dev/null
+# (it ignores SIGTERM: ended with SIGKILL, by the pid it noted)
+for f in "$spool"/stuck.*; do
+	[ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
+	rm -f "$f"
+done
 
 # A bad site configuration disables the plugin; it never breaks srun.
 e2e_plugstack "default=dynamic bogus=1 agent=$rec_agent spool=$spool"

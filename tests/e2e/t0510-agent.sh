@@ -10,11 +10,9 @@ pairs=$top_builddir/tests/agent/pairs
 [ -x "$agent" ] && [ -x "$pairs" ] ||
 	skip_all "the agent was not built (capstone missing) or make check did not build tests/agent/pairs"
 
-# Ports of its own: t0500 searches from 16817 at the same time under
-# make -j, and two searches can both find the same pair free.
-COMMAP_SLURMCTLD_PORT=$(free_port_pair "${E2E_PORT_BASE:-16827}") ||
-	COMMAP_SLURMCTLD_PORT=16827
-COMMAP_SLURMD_PORT=$((COMMAP_SLURMCTLD_PORT + 1))
+# Ports searched from a base of its own (t0500 searches from 16817).
+unset COMMAP_SLURMCTLD_PORT COMMAP_SLURMD_PORT
+E2E_PORT_FROM=${E2E_PORT_BASE:-16827}
 e2e_cluster_start "default=off agent=$agent spool=/tmp"
 spool=$E2E_DIR/spool
 mkdir -p "$spool"

@@ -18,7 +18,7 @@ e2e_require_cluster
 e2e_require_agent
 command -v useradd >/dev/null && command -v runuser >/dev/null ||
 	skip_all "useradd or runuser is missing"
-e2e_agent_cluster "${E2E_PORT_BASE:-17087}"
+e2e_agent_cluster "${E2E_PORT_BASE:-17077}"
 
 user=commap-hostile
 made_user=
