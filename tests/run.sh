@@ -36,8 +36,62 @@ make -j"$(nproc)" >/dev/null
 # The machine's load, for reading the log: the suite must pass on a busy
 # machine too (docs/testing.md), and this says how busy it was.
 echo "$mode: load average before the tests: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# The order the tests start in.  make -j starts them in the order of
+# TESTS, except that each compiled test waits for the end of the list
+# (config.h's rule, a no-op after the build above, sends make round the
+# test's prerequisites again), so the longest unit test ran alone at the
+# end.  Told that config.h is up to date (it is: the build is complete),
+# make keeps the order, and the order starts the slowest tests first
+# (under the sanitizers on a busy machine each took 40 s to 7 minutes:
+# docs/PERFORMANCE.md, "The test suite on a busy machine"), so that the
+# short ones fill both slots at the end.
+slow_first=(
+	tests/agent/test_placement_property.t
+	tests/workloads/t0730-accuracy.sh
+	tests/agent/t0770-placement.sh
+	tests/agent/t0720-learned.sh
+	tests/e2e/t0570-learned-mpi.sh
+	tests/agent/t0760-mpi-messages.sh
+	tests/agent/t0740-stability.sh
+	tests/fuzz/fuzz_map_weights.t
+	tests/service/t0680-hostile-clients.sh
+	tests/agent/t0700-run.sh
+	tests/e2e/t0580-cgroup.sh
+	tests/agent/t0710-agent.sh
+)
+all=" $(printf 'commap-tests:\n\t@echo $(TESTS)\n' |
+	make -s -f Makefile -f - commap-tests 2>/dev/null) "
+order=
+for t in "${slow_first[@]}"; do
+	[[ $all == *" $t "* ]] && order+="$t "
+done
+for t in $all; do
+	[[ " $order" == *" $t "* ]] || order+="$t "
+done
+# children_cpu: $cpu, the CPU seconds (user + system) of the processes
+# this shell waited for so far (times in this shell, not a subshell).
+children_cpu() {
+	times >"$builddir/times.txt"
+	cpu=$(awk 'NR == 2 { for (i = 1; i <= 2; i++) {
+		split($i, a, /[ms]/); t += a[1] * 60 + a[2] } printf "%.0f", t }' \
+		"$builddir/times.txt")
+}
 status=0
-make -j"$(nproc)" check || status=$?
+start=$(date +%s)
+children_cpu
+cpu0=$cpu
+if [ -n "${order// /}" ]; then
+	make -j"$(nproc)" check AM_MAKEFLAGS="-o config.h" TESTS="$order" ||
+		status=$?
+else
+	make -j"$(nproc)" check || status=$?
+fi
+# The CPU time the tests' processes used (daemons they left running not
+# counted) against the wall time: how many CPUs the suite kept busy.
+children_cpu
+echo "$mode: make check took $(( $(date +%s) - start )) s," \
+	"$(( cpu - cpu0 )) s of CPU time (user + system)"
 
 # One closing line in the plain form CI reads.
 count() { grep -m1 "^# $1:" test-suite.log 2>/dev/null | awk '{print $3}'; }
