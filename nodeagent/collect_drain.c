@@ -491,7 +491,10 @@ static void on_cma(const struct cm_cma_transfer *x, void *arg)
  * counted (repeats).  Work moving through memory never repeats a line
  * a period of CPU time later.  Dropped here, before the recording; the
  * same line at another IP (an unrolled wait) is left to the evidence
- * seam's runs (evidence.h), which the replay sees too. */
+ * seam's runs (evidence.h), which the replay sees too.  The runs do not
+ * subsume this filter: without it the repeats mark their lines as waited
+ * on, which cleans a matrix of barrier waits but leaves short runs too
+ * little evidence to map (docs/PERFORMANCE.md, "Repeated samples"). */
 static bool repeated(struct cm_collector *c, int i,
 		     const struct cm_perf_sample *smp,
 		     const struct cm_access *acc)
