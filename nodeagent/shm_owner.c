@@ -347,20 +347,19 @@ int cm_shm_is_sysv(const char *path)
 	return 1;
 }
 
-/* One line of sysvipc/shm: "key shmid perms size cpid ..."; 1 if it is
- * shmid's (cpid filled), 0 another's, -1 malformed. */
-static int sysv_line(const char *line, uint64_t shmid, pid_t *cpid)
+int cm_shm_sysv_parse_line(const char *line, uint64_t shmid, pid_t *cpid)
 {
 	long long key, perms;
 	unsigned long long id, size;
 	long pid;
 
-	if (sscanf(line, "%lld %llu %llo %llu %ld", &key, &id, &perms,
+	if (!line || !cpid ||
+	    sscanf(line, "%lld %llu %llo %llu %ld", &key, &id, &perms,
 		   &size, &pid) != 5)
 		return -1;
 	if (id != shmid)
 		return 0;
-	if (pid <= 0)
+	if (pid <= 0 || pid > INT32_MAX)
 		return -1;
 	*cpid = (pid_t)pid;
 	return 1;
@@ -384,7 +383,7 @@ int cm_shm_sysv_creator(const char *proc_root, uint64_t shmid, pid_t *cpid)
 		err = EIO;
 	while (err == ENOENT && n++ < CM_SHM_SYSV_LINES &&
 	       fgets(line, sizeof(line), f)) {
-		int r = sysv_line(line, shmid, cpid);
+		int r = cm_shm_sysv_parse_line(line, shmid, cpid);
 
 		if (r < 0)
 			err = EIO;

@@ -175,6 +175,10 @@ int cm_shm_is_sysv(const char *path);
  * 0, or -1 with errno ENOENT (not listed), EIO (unreadable, malformed). */
 #define CM_SHM_SYSV_LINES 65536
 int cm_shm_sysv_creator(const char *proc_root, uint64_t shmid, pid_t *cpid);
+/* One line of that table ("key shmid perms size cpid ..."): 1 and *cpid
+ * when it is shmid's, 0 another segment's, -1 malformed (fewer than five
+ * numbers, a creator pid not in 1..INT32_MAX). */
+int cm_shm_sysv_parse_line(const char *line, uint64_t shmid, pid_t *cpid);
 
 /* Rule 2: among n processes with global ranks rank[k] (< 0: no rank)
  * and alive[k], the one whose rank is the local_rank-th smallest distinct

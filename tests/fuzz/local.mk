@@ -42,7 +42,8 @@ FUZZ_TESTS_SMALL = \
 	tests/fuzz/fuzz_svc_config.t \
 	tests/fuzz/fuzz_task_line.t \
 	tests/fuzz/fuzz_ompi_monitoring.t \
-	tests/fuzz/fuzz_model.t
+	tests/fuzz/fuzz_model.t \
+	tests/fuzz/fuzz_shm_names.t
 check_PROGRAMS += $(FUZZ_TESTS_SMALL)
 TESTS += $(FUZZ_TESTS_SMALL)
 
@@ -59,6 +60,13 @@ tests_fuzz_fuzz_svc_config_t_CPPFLAGS = $(AM_CPPFLAGS) \
 	-I$(top_srcdir)/service -DFUZZ_TARGET='"svc_config"'
 tests_fuzz_fuzz_svc_config_t_CFLAGS = $(FUZZ_SMALL_CFLAGS)
 tests_fuzz_fuzz_svc_config_t_LDADD = lib/libcommap.la
+
+tests_fuzz_fuzz_shm_names_t_SOURCES = tests/fuzz/fuzz_shm_names.c \
+	tests/fuzz/standalone_driver.c nodeagent/shm_owner.c
+tests_fuzz_fuzz_shm_names_t_CPPFLAGS = $(AM_CPPFLAGS) \
+	-I$(top_srcdir)/nodeagent -DFUZZ_TARGET='"shm_names"'
+tests_fuzz_fuzz_shm_names_t_CFLAGS = $(FUZZ_SMALL_CFLAGS)
+tests_fuzz_fuzz_shm_names_t_LDADD = lib/libcommap.la
 
 tests_fuzz_fuzz_task_line_t_SOURCES = tests/fuzz/fuzz_task_line.c \
 	tests/fuzz/standalone_driver.c
