@@ -285,6 +285,9 @@ static int owner_by_rules(struct cm_collector *c,
 
 	if (cm_shm_is_sysv(r->path)) {
 		*how = CM_SHM_BY_CREATOR;
+		/* the node's whole table: counted like a process's scan */
+		if (!cm_shm_owners_may_scan(c->shm, now_ns, 1))
+			return -2;
 		if (cm_shm_sysv_creator(c->o.proc_root, r->inode, &cpid))
 			return -1;
 		return proc_of_pid(c, cpid);

@@ -29,8 +29,8 @@
  *      polls its own receive area all the time, a peer touches it only to
  *      deliver; a collective area every rank polls has no owner (checked
  *      again at every reference: an early lead is not kept).
- * Rules 1 and 2 are tried once per segment by the caller (collect_drain.c),
- * who knows the processes.
+ * Rules 1, 2 and 2b are tried once per segment by the caller
+ * (collect_drain.c), who knows the processes.
  *
  * Weight: one reference is one unit, like a sharing event.  A segment
  * touched by more than CM_SHM_FLAT_VISITORS other processes lately (a
@@ -80,7 +80,7 @@ struct cm_shm_cand {
 struct cm_shm_seg {
 	uint64_t dev, inode;
 	int used;
-	int hinted;		/* rules 1 and 2 tried */
+	int hinted;		/* rules 1, 2, 2b tried */
 	int how;		/* enum cm_shm_how */
 	int owner;		/* process index; -1 none */
 	uint64_t last_decay, last_use;	/* sample time */
@@ -121,12 +121,13 @@ void cm_shm_owners_free(struct cm_shm_owners *o);
 struct cm_shm_seg *cm_shm_owners_seg(struct cm_shm_owners *o, uint64_t dev,
 				     uint64_t inode, uint64_t now_ns);
 
-/* Rules 1 or 2 found owner proc (how: CM_SHM_BY_CREATOR or _BY_NAME);
- * proc < 0: neither applies.  Marks the segment as hinted either way. */
+/* Rule 1, 2 or 2b found owner proc (how: CM_SHM_BY_CREATOR, _BY_NAME or
+ * _BY_FD); proc < 0: none applies.  Marks the segment as hinted either way. */
 void cm_shm_seg_set_owner(struct cm_shm_owners *o, struct cm_shm_seg *s,
 			  int proc, int how);
 
-/* May the caller scan nprocs processes' descriptors for rule 2b now?  A
+/* May the caller scan nprocs processes' descriptors for rule 2b (or read
+ * the SysV table for rule 1: nprocs 1) now?  A
  * token bucket of CM_SHM_SCAN_PROCS_PER_S process scans per second of
  * sample time (at most CM_SHM_SCAN_BURST saved up; a scan of more
  * processes runs when the bucket is not empty and leaves it in debt), so
