@@ -25,7 +25,8 @@ EXTRA_DIST += spank/commap_spank.map
 
 SPANK_UNIT_TESTS = \
 	tests/unit/test_spank_config.t \
-	tests/unit/test_agent_launch.t
+	tests/unit/test_agent_launch.t \
+	tests/unit/test_mpi_traffic.t
 check_PROGRAMS += $(SPANK_UNIT_TESTS)
 TESTS += $(SPANK_UNIT_TESTS)
 tests_unit_test_spank_config_t_SOURCES = tests/unit/test_spank_config.c \
@@ -49,3 +50,7 @@ spank_commap_place_nodes_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) \
 	$(CRYPTO_CFLAGS) -I$(top_srcdir)/nodeagent -pthread
 spank_commap_place_nodes_LDADD = nodeagent/libupload.la lib/libcommap.la \
 	$(HWLOC_LIBS) $(JANSSON_LIBS) $(CRYPTO_LIBS) -lpthread -lm
+tests_unit_test_mpi_traffic_t_SOURCES = tests/unit/test_mpi_traffic.c \
+	spank/mpi_traffic.c
+tests_unit_test_mpi_traffic_t_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/spank
+tests_unit_test_mpi_traffic_t_LDADD = $(UNIT_LDADD)

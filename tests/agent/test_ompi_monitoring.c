@@ -143,6 +143,25 @@ static void test_collect(void)
 	ok(problems == 1 && strstr(last_problem, "rank 2") &&
 	   strstr(last_problem, "line 1"), "rank 2's malformed file is one "
 	   "problem naming it (%s)", last_problem);
+	if (geteuid() == 0) {
+		/* as root, a file only root may read, for a job of uid
+		 * 65534: read with the job's rights, so refused */
+		struct cm_user_cred nobody = { .uid = 65534, .gid = 65534 };
+		int rk[] = { 4 };
+
+		snprintf(path, sizeof(path), "%s/prof.4.prof", dir);
+		write_file(path, "E\t4\t0\t5 bytes\t1 msgs sent\n");
+		chmod(path, 0600);
+		chmod(dir, 0755);
+		problems = 0;
+		files = cm_ompi_mon_collect(dir, rk, 1, &nobody, 5000, &t,
+					    problem, NULL);
+		ok(files == 0 && problems == 1 && t.nranks == 1 &&
+		   strstr(last_problem, "rank 4"), "a file the job's user "
+		   "cannot read is a problem, not read (%s)", last_problem);
+	} else {
+		ok(1, "# SKIP not root: the job's rights are ours");
+	}
 	ok(cm_ompi_mon_remove_dir(dir) == 0 && lstat(dir, &st) < 0 &&
 	   errno == ENOENT, "the directory is removed");
 	ok(stat(link, &st) == 0, "a link's target is not followed");
