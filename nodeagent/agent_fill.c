@@ -232,6 +232,7 @@ static void fill_mpi_traffic(struct agent *a)
 		for (int i = 0; i < n; i++)
 			ranks[i] = a->res.threads[i].rank;
 		a->res.traffic_on = 1;
+		a->res.place_nodes = a->o->place_nodes;
 		cm_ompi_mon_collect(a->o->mpi_traffic, ranks, n, &cred, 5000,
 				    &a->res.traffic, traffic_problem, &a->res);
 		free(ranks);

@@ -241,7 +241,7 @@ enum {
 	OPT_STDIN, OPT_PID, OPT_TOPO, OPT_TOPO_XML, OPT_READY, OPT_ALPHA,
 	OPT_GAIN, OPT_SCAN, OPT_VERBOSE, OPT_NUMA, OPT_OVERHEAD, OPT_GID,
 	OPT_GROUPS, OPT_CWD, OPT_CLUSTER, OPT_RECORD, OPT_REPLAY,
-	OPT_MPI_TRAFFIC,
+	OPT_MPI_TRAFFIC, OPT_PLACE_NODES,
 };
 
 static const struct option long_opts[] = {
@@ -274,6 +274,7 @@ static const struct option long_opts[] = {
 	{ "record", required_argument, NULL, OPT_RECORD },
 	{ "replay", required_argument, NULL, OPT_REPLAY },
 	{ "mpi-traffic", required_argument, NULL, OPT_MPI_TRAFFIC },
+	{ "place-nodes", required_argument, NULL, OPT_PLACE_NODES },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -396,6 +397,20 @@ static int apply_option(struct cm_agent_opts *o, int c, const char *v,
 					 "not an absolute path", v);
 		o->mpi_traffic = v;
 		return 0;
+	case OPT_PLACE_NODES: {
+		double b, l;
+		int runs;
+		char kind[8];
+
+		if (sscanf(v, "%7s %lf %lf %d", kind, &b, &l, &runs) != 4 ||
+		    (strcmp(kind, "learned") && strcmp(kind, "block")) ||
+		    b < 0 || l < 0 || runs < 0)
+			return cm_errorf(err, EINVAL, "--place-nodes: '%.64s' "
+					 "is not 'learned|block BYTES BYTES "
+					 "RUNS'", v);
+		o->place_nodes = v;
+		return 0;
+	}
 	case OPT_STDIN:
 		o->tasks_from_stdin = 1;
 		return 0;

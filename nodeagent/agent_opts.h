@@ -9,7 +9,7 @@
  *                [--period-us N] [--topology SPEC | --topology-xml FILE]
  *                [--ready-fd FD] [--alpha X] [--gain X] [--verbose]
  *                [--numa-balancing manage|leave] [--overhead PCT]
- *                [--mpi-traffic DIR]
+ *                [--mpi-traffic DIR] [--place-nodes TEXT]
  *
  * Parsing is pure (no printing, no exit): every error is -1/EINVAL with a
  * message naming the option and the value, so the table of good and bad
@@ -97,6 +97,11 @@ struct cm_agent_opts {
 	const char *mpi_traffic;	/* NULL, or the step's directory of
 					 * Open MPI monitoring files, read
 					 * and removed at the end */
+	const char *place_nodes;	/* NULL, or how srun placed the
+					 * ranks across nodes: "learned|block
+					 * BLOCK LEARNED RUNS" (spank/
+					 * place_nodes.h), kept in
+					 * rank_traffic.placement */
 };
 
 /* Defaults: mode dynamic, backend auto, 1 ms, alpha 0.75, gain 0.05,

@@ -462,9 +462,13 @@ static json_t *warnings_json(const struct cm_agent_result *r)
 /* {"source", "ranks": [R, ...], "pairs": [[src, dst, bytes, messages],
  * ...]}: the MPI library's counts between ranks (docs/result-format.md);
  * counts beyond JSON's integers are capped. */
-static json_t *traffic_json(const struct cm_rank_traffic *t)
+static json_t *traffic_json(const struct cm_rank_traffic *t,
+			    const char *place_nodes)
 {
-	json_t *ranks = json_array(), *pairs = json_array();
+	json_t *ranks = json_array(), *pairs = json_array(), *o;
+	char kind[8];
+	double b, l;
+	int runs;
 
 	for (int i = 0; ranks && i < t->nranks; i++)
 		json_array_append_new(ranks, json_integer(t->ranks[i]));
@@ -477,8 +481,17 @@ static json_t *traffic_json(const struct cm_rank_traffic *t)
 			(json_int_t)(p->messages > INT64_MAX ? INT64_MAX :
 				     p->messages)));
 	}
-	return json_pack("{s:s,s:o,s:o}", "source", "ompi-monitoring",
-			 "ranks", ranks, "pairs", pairs);
+	o = json_pack("{s:s,s:o,s:o}", "source", "ompi-monitoring", "ranks",
+		      ranks, "pairs", pairs);
+	/* srun placed the ranks from the learned matrix (or kept block):
+	 * the bytes between nodes it predicted both ways */
+	if (o && place_nodes && sscanf(place_nodes, "%7s %lf %lf %d", kind,
+				       &b, &l, &runs) == 4)
+		json_object_set_new(o, "placement", json_pack("{s:s, s:I, s:I,"
+			" s:i}", "distribution", kind, "predicted_block",
+			(json_int_t)b, "predicted", (json_int_t)l, "runs",
+			runs));
+	return o;
 }
 
 static json_t *document(const struct cm_agent_result *r,
@@ -519,7 +532,8 @@ static json_t *document(const struct cm_agent_result *r,
 				"undone", r->guard_undone));
 	if (r->traffic_on)
 		bad |= json_object_set_new(o, "rank_traffic",
-					   traffic_json(&r->traffic));
+					   traffic_json(&r->traffic,
+							r->place_nodes));
 	if (bad) {
 		json_decref(o);
 		return NULL;

@@ -145,6 +145,8 @@ struct cm_agent_result {
 	 * (ompi_monitoring.h); written when traffic_on, owned */
 	int traffic_on;
 	struct cm_rank_traffic traffic;
+	/* how srun placed the ranks across nodes (--place-nodes), NULL */
+	const char *place_nodes;
 };
 
 /* Zero the record (job/step -1, times now). */

@@ -3,6 +3,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +69,21 @@ void cm_traffic_free(struct cm_traffic *t)
 	memset(t, 0, sizeof(*t));
 }
 
+/* The first node's placement (every node of a step says the same). */
+static void placement_of(struct cm_traffic *t, const json_t *p)
+{
+	const char *d = json_string_value(json_object_get(p, "distribution"));
+	long long b = int_below(json_object_get(p, "predicted_block"),
+				LLONG_MAX);
+	long long l = int_below(json_object_get(p, "predicted"), LLONG_MAX);
+
+	if (t->placement || !d || b < 0 || l < 0)
+		return;
+	t->placement = d;
+	t->predicted_block = b;
+	t->predicted = l;
+}
+
 static int node_index(struct cm_traffic *t, const char *name)
 {
 	for (int i = 0; i < t->nnodes; i++)
@@ -95,6 +111,7 @@ static int map_ranks(const json_t *rows, struct cm_traffic *t, int pass)
 		if (!t->source)
 			t->source = json_string_value(json_object_get(rt,
 								     "source"));
+		placement_of(t, json_object_get(rt, "placement"));
 		node = node_index(t, name ? name : "?");
 		json_array_foreach(json_object_get(rt, "ranks"), k, r) {
 			long long x = int_below(r, CM_TRAFFIC_RANK_MAX);
@@ -348,6 +365,13 @@ int cm_traffic_text(FILE *out, const struct cm_traffic *t)
 	if (t->unknown)
 		fprintf(out, "  bytes to ranks of nodes without a result: "
 			"%llu\n", (unsigned long long)t->unknown);
+	if (t->placement)
+		fprintf(out, "  ranks placed across nodes: %s (between nodes "
+			"predicted from earlier runs: %lld under block "
+			"distribution, %lld so)\n", strcmp(t->placement,
+			"learned") ? "block distribution kept" :
+			"from the learned traffic", t->predicted_block,
+			t->predicted);
 	fprintf(out, "  bytes total:         %llu in %llu messages\n",
 		(unsigned long long)t->total,
 		(unsigned long long)t->messages);
@@ -424,6 +448,13 @@ int cm_traffic_html(FILE *out, const struct cm_traffic *t)
 	if (t->unknown)
 		fprintf(out, "<tr><th>bytes to nodes without a result</th>"
 			"<td>%llu</td></tr>\n", (unsigned long long)t->unknown);
+	if (t->placement)
+		fprintf(out, "<tr><th>ranks placed across nodes</th><td>%s "
+			"(between nodes predicted from earlier runs: %lld "
+			"under block distribution, %lld so)</td></tr>\n",
+			strcmp(t->placement, "learned") ?
+			"block distribution kept" : "from the learned traffic",
+			t->predicted_block, t->predicted);
 	fprintf(out, "<tr><th>bytes total</th><td>%llu in %llu messages</td>"
 		"</tr>\n</table>\n", (unsigned long long)t->total,
 		(unsigned long long)t->messages);

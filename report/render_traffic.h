@@ -48,6 +48,11 @@ struct cm_traffic {
 	/* bytes[i * rank_max + j], i to j; only when rank_max <=
 	 * CM_TRAFFIC_MATRIX_MAX (else NULL) */
 	uint64_t *matrix;
+	/* rank_traffic.placement of a node: srun placed the ranks across
+	 * nodes from the learned traffic ("learned") or kept block, with the
+	 * bytes between nodes it predicted both ways; NULL when not asked */
+	const char *placement;
+	long long predicted_block, predicted;
 };
 
 /* The steps of job (GET /v1/jobs/{job} with documents) whose results carry

@@ -21,6 +21,7 @@ struct run {
 	const struct step *s;
 	int nodes;
 	double total, between;
+	json_t *placement;	/* rank_traffic.placement of a node, or NULL */
 };
 
 static const json_t *traffic(const json_t *doc)
@@ -139,10 +140,16 @@ static struct cm_matrix *step_matrix(const json_t *docs, const struct step *s,
 	run->s = s;
 	run->nodes = s->ndocs;
 	run->total = run->between = 0;
+	run->placement = NULL;
 	for (int d = 0; m && d < s->ndocs; d++) {
-		const json_t *pairs = json_object_get(traffic(json_array_get(
-			docs, (size_t)s->doc[d])), "pairs"), *p;
+		const json_t *t = traffic(json_array_get(docs,
+							 (size_t)s->doc[d]));
+		const json_t *pairs = json_object_get(t, "pairs"), *p;
+		json_t *pl = json_object_get(t, "placement");
 		size_t k;
+
+		if (json_is_object(pl) && !run->placement)
+			run->placement = pl;
 
 		json_array_foreach(pairs, k, p) {
 			json_int_t i = json_integer_value(json_array_get(p, 0));
@@ -205,12 +212,13 @@ static json_t *runs_json(const struct run *runs, int nruns)
 
 	for (int k = 0; out && k < nruns; k++)
 		json_array_append_new(out, json_pack("{s:I, s:I, s:s, s:i, "
-			"s:I, s:I}", "job", runs[k].s->job, "step",
+			"s:I, s:I, s:O}", "job", runs[k].s->job, "step",
 			runs[k].s->step, "cluster", runs[k].s->cluster,
 			"nodes", runs[k].nodes, "bytes_total",
 			(json_int_t)llround(runs[k].total),
 			"bytes_between_nodes",
-			(json_int_t)llround(runs[k].between)));
+			(json_int_t)llround(runs[k].between), "placement",
+			runs[k].placement ? runs[k].placement : json_null()));
 	return out;
 }
 

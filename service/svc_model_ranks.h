@@ -40,7 +40,9 @@ struct svc_ranks_query {
 /* From stored node results (an array of commap-result documents, newest
  * first), the answer {"ranks": N, "pairs": [[i, j, bytes], ...],
  * "runs": [{"job", "step", "cluster", "nodes", "bytes_total",
- * "bytes_between_nodes"}, ...]} (runs newest first).  Without q->ranks,
+ * "bytes_between_nodes", "placement"}, ...]} (runs newest first;
+ * placement: a node's rank_traffic.placement, how srun placed the ranks
+ * across nodes, or null: shared with docs by reference count).  Without q->ranks,
  * N is that of the newest complete step.  NULL with ENOENT (and err
  * saying why) when no complete step matches, ENOMEM. */
 json_t *svc_model_ranks_build(const json_t *docs,

@@ -276,7 +276,7 @@ static void launch_agent(spank_t sp)
 	const struct cm_spank_mode_value *mode = effective_mode();
 	static char groups[CM_SPANK_GROUPS_MAX], cwd[PATH_MAX], cluster[64];
 	char job[16], step[16], uid_s[16], gid_s[16], stepd[16];
-	char log[PATH_MAX + 128], why[128], node[65];
+	char log[PATH_MAX + 128], why[128], node[65], place[96];
 	char *argv[40];
 	int ac = 0, spool_good;
 	uid_t uid = 0;
@@ -333,6 +333,12 @@ static void launch_agent(spank_t sp)
 	if (ctx.traffic_dir[0]) {
 		argv[ac++] = "--mpi-traffic";
 		argv[ac++] = ctx.traffic_dir;
+		/* srun placed the ranks (place_nodes.h): the result says so */
+		job_env(sp, "COMMAP_PLACE_NODES", place, sizeof(place));
+		if (place[0]) {
+			argv[ac++] = "--place-nodes";
+			argv[ac++] = place;
+		}
 	}
 	argv[ac++] = "--tasks-from-stdin";
 	argv[ac] = NULL;

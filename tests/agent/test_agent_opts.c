@@ -61,6 +61,7 @@ static const struct bad_case bad[] = {
 	{ "--pid 1 --groups 1,-2", "--groups: invalid gid '-2'" },
 	{ "--pid 1 --cwd rel/dir", "--cwd: 'rel/dir' is not an absolute path" },
 	{ "--pid 1 --mpi-traffic tmp/x", "--mpi-traffic: 'tmp/x' is not an absolute path" },
+	{ "--pid 1 --place-nodes learned", "--place-nodes: 'learned' is not 'learned|block BYTES BYTES RUNS'" },
 	{ "--pid 1 --cluster a/b", "--cluster: invalid name" },
 	{ "--pid 1 --cluster a\"b", "--cluster: invalid name" },
 	{ "--pid 1 --cluster 0123456789012345678901234567890123456789012345678901234567890123",

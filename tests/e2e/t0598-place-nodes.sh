@@ -10,6 +10,7 @@
 #     so, the job runs with block distribution and its traffic is counted;
 #  2. the same srun again: the plugin writes a hostfile from the learned
 #     matrix, and the counted bytes between nodes fall by at least 30%;
+#     the results and commap report say so, with block's prediction;
 #  3. pairs without stride (partners on one node already under block): the
 #     learned matrix gains nothing, block is kept, never more bytes;
 #  4. a step that names its own distribution (-m cyclic) is left alone.
@@ -129,6 +130,20 @@ diag "run 2 (learned): $b2 of $t2 bytes between nodes"
 ok $? "run 2: at least 30% fewer bytes between nodes ($b1 -> $b2)"
 [ -n "$b2" ] && [ "$t2" -eq "$t1" ]
 ok $? "run 2: the same bytes in all ($t2)"
+python3 - "$E2E_DIR/ranks.json" "$job2" "$b1" <<'PY'
+import json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+p = [r["placement"] for r in runs if r["job"] == int(sys.argv[2])][0]
+sys.exit(0 if p == {"distribution": "learned", "predicted_block":
+                    int(sys.argv[3]), "predicted": 0, "runs": 1} else 1)
+PY
+ok $? "run 2: its results record the learned placement and its prediction"
+out=$(in_cluster "$top_builddir/cli/commap" report "$job2" --service "$url" 2>&1)
+echo "$out" | grep -q "ranks placed across nodes: from the learned traffic (between nodes predicted from earlier runs: $b1 under block distribution, 0 so)" &&
+	echo "$out" | grep -q "bytes between nodes: $b2 "
+rc=$?
+ok $rc "run 2: commap report compares the bytes between nodes with block's"
+[ $rc -eq 0 ] || diag "$out"
 
 # 3. Already best under block: block is kept.
 shape1='wl-mpi-msg%20--pattern%20pairs%20--bytes%20%23%20--iters%20%23'

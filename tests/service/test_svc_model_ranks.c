@@ -92,8 +92,23 @@ static void test_one_step(void)
 	is_int((int)run_field(out, 0, "bytes_between_nodes"), 6000,
 	       "the step's bytes between nodes (0-1 is inside n1)");
 	is_int((int)run_field(out, 0, "nodes"), 3, "the step's 3 nodes");
+	ok(json_is_null(json_object_get(json_array_get(json_object_get(out,
+		"runs"), 0), "placement")), "no placement recorded: null");
 	json_decref(out);
+	/* a node's result says srun placed the ranks from the learned
+	 * matrix: the run carries it */
+	json_object_set_new(json_object_get(json_array_get(docs, 1),
+					    "rank_traffic"), "placement",
+			    json_pack("{s:s, s:i, s:i, s:i}", "distribution",
+				      "learned", "predicted_block", 6000,
+				      "predicted", 0, "runs", 1));
+	out = svc_model_ranks_build(docs, &q, &e);
 	json_decref(docs);
+	is_str(json_string_value(json_object_get(json_object_get(
+		json_array_get(json_object_get(out, "runs"), 0), "placement"),
+		"distribution")), "learned",
+	       "the placement of a node's result is the run's");
+	json_decref(out);
 }
 
 /* Two complete steps are averaged; a step missing a node's result, one
