@@ -203,7 +203,7 @@ static int collect_one(const char *dir, int rank,
 		       struct cm_rank_traffic *t,
 		       void (*problem)(void *, const char *), void *arg)
 {
-	char path[4096], line[512];
+	char path[4096], line[768];
 	struct cm_error err;
 	struct stat st;
 	size_t len;
@@ -225,8 +225,11 @@ static int collect_one(const char *dir, int rank,
 	rc = cm_ompi_mon_parse(buf, len, rank, t, &err);
 	free(buf);
 	if (rc < 0) {
-		snprintf(line, sizeof(line), "MPI traffic of rank %d: Open "
-			 "MPI's monitoring file %s", rank, err.text);
+		char name[256];
+
+		cm_user_file_name(path, name, sizeof(name));
+		snprintf(line, sizeof(line), "MPI traffic of rank %d: %s: %s",
+			 rank, name, err.text);
 		problem(arg, line);
 		return -1;
 	}
