@@ -148,7 +148,8 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 		return 0;
 	/* srun reads SLURM_HOSTFILE next: the placement is decided now */
 	if (context == S_CTX_LOCAL && !ctx.disabled)
-		cm_place_nodes_srun(ctx.cfg.agent, ctx.cfg.service, 0);
+		cm_place_nodes_srun(ctx.cfg.agent, ctx.cfg.service,
+				    ctx.cfg.place_nodes);
 	if (register_options(sp) < 0)
 		return -1;
 	return cm_place_nodes_register(sp);
@@ -458,7 +459,7 @@ static void traffic_setup(spank_t sp)
 	struct cm_error err;
 
 	if (ctx.disabled || effective_mode()->mode == CM_MODE_OFF ||
-	    !(ctx.traffic_set || ctx.cfg.mpi_traffic ||
+	    !(ctx.traffic_set || ctx.cfg.mpi_traffic || ctx.cfg.place_nodes ||
 	      cm_place_nodes_asked()) || !step_is_tracked(sp))
 		return;
 	spank_get_item(sp, S_JOB_UID, &uid);

@@ -211,6 +211,13 @@ static int config_set(struct cm_spank_config *cfg, const char *word,
 		cfg->mpi_traffic = strcmp(value, "yes") == 0;
 		return 0;
 	}
+	if (strcmp(key, "place_nodes") == 0) {
+		if (strcmp(value, "yes") && strcmp(value, "no"))
+			return cm_errorf(err, EINVAL, "place_nodes: '%s': "
+					 "expected yes or no", value);
+		cfg->place_nodes = strcmp(value, "yes") == 0;
+		return 0;
+	}
 	if (strcmp(key, "conf") == 0) {
 		if (!allow_conf)
 			return cm_errorf(err, EINVAL, "conf: not allowed inside "
@@ -218,7 +225,8 @@ static int config_set(struct cm_spank_config *cfg, const char *word,
 		return read_config_file(cfg, value, err);
 	}
 	return cm_errorf(err, EINVAL, "unknown key '%s' (default, allow, "
-			 "agent, service, spool, mpi_traffic, conf)", key);
+			 "agent, service, spool, mpi_traffic, place_nodes, "
+			 "conf)", key);
 }
 
 int cm_spank_config_set(struct cm_spank_config *cfg, const char *word,

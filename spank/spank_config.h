@@ -12,6 +12,9 @@
  *      conf=PATH          read the keys from PATH instead
  *      mpi_traffic=yes|no collect the traffic between MPI ranks of every
  *                         step (Open MPI's monitoring; default no)
+ *      place_nodes=yes|no place the ranks of every srun across the
+ *                         allocation's nodes from the learned traffic, as
+ *                         --commap-place-nodes (default no)
  *    Defaults are set first; an unknown key or bad value is an error that
  *    names it (the plugin then disables itself and never breaks srun).
  */
@@ -43,6 +46,7 @@ struct cm_spank_config {
 	char service[1024];
 	char spool[PATH_MAX];
 	int mpi_traffic;		/* mpi_traffic=yes */
+	int place_nodes;		/* place_nodes=yes */
 };
 
 /* Parse "off", "dynamic", "learned" or "static:FILE" (FILE non-empty,

@@ -117,6 +117,9 @@ static void test_args(void)
 		{ "mpi_traffic=yes", NULL },
 		{ "mpi_traffic=no", NULL },
 		{ "mpi_traffic=1", "mpi_traffic: '1': expected yes or no" },
+		{ "place_nodes=yes", NULL },
+		{ "place_nodes=no", NULL },
+		{ "place_nodes=on", "place_nodes: 'on': expected yes or no" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -144,6 +147,9 @@ static void test_args(void)
 		is_str(cfg.service, "https://svc:8443", "service= applied");
 		parse_words(&cfg, "mpi_traffic=yes", NULL);
 		is_int(cfg.mpi_traffic, 1, "mpi_traffic=yes applied");
+		is_int(cfg.place_nodes, 0, "place_nodes off by default");
+		parse_words(&cfg, "place_nodes=yes", NULL);
+		is_int(cfg.place_nodes, 1, "place_nodes=yes applied");
 	}
 }
 
