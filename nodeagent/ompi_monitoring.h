@@ -27,8 +27,9 @@
 #define CM_OMPI_MON_RANK_MAX (1 << 20)
 /* One file: a line of about 200 bytes per peer with its histogram. */
 #define CM_OMPI_MON_FILE_MAX ((size_t)16 << 20)
-/* Pairs kept for one node. */
-#define CM_OMPI_MON_PAIRS_MAX (1 << 20)
+/* Pairs kept for one node: 64 ranks each sending to 4096, about 7 MB
+ * of the node's result, well inside the service's default 16 MiB body. */
+#define CM_OMPI_MON_PAIRS_MAX (1 << 18)
 
 struct cm_rank_pair {
 	int src, dst;

@@ -99,6 +99,32 @@ static void test_refused(void)
 		"another unit");
 }
 
+/* A node's pairs are bounded: the file that would pass the bound is
+ * refused whole, what was read before is kept. */
+static void test_bound(void)
+{
+	size_t cap = (size_t)(CM_OMPI_MON_PAIRS_MAX + 1) * 40, used = 0;
+	char *text = malloc(cap);
+	struct cm_rank_traffic t = { 0 };
+	struct cm_error err = { "" };
+
+	if (!text) {
+		ok(0, "out of memory");
+		return;
+	}
+	for (int d = 0; d <= CM_OMPI_MON_PAIRS_MAX; d++)
+		used += (size_t)snprintf(text + used, cap - used,
+					 "E\t1\t%d\t1 bytes\t1 msgs sent\n", d);
+	ok(cm_ompi_mon_parse("E\t0\t1\t5 bytes\t1 msgs sent\n", 27, 0, &t,
+			     &err) == 0 &&
+	   cm_ompi_mon_parse(text, used, 1, &t, &err) == -1 &&
+	   errno == E2BIG && strstr(err.text, "more than 262144 pairs") &&
+	   t.npairs == 1 && t.nranks == 1, "past %d pairs a file is refused "
+	   "(%s), the earlier file kept", CM_OMPI_MON_PAIRS_MAX, err.text);
+	free(text);
+	cm_rank_traffic_free(&t);
+}
+
 static void write_file(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");
@@ -216,6 +242,7 @@ int main(void)
 {
 	test_parse();
 	test_refused();
+	test_bound();
 	test_collect();
 	test_result();
 	return done_testing();
