@@ -505,11 +505,13 @@ static int each_step(FILE *out, const json_t *job,
 
 		if (cm_traffic_compute(job, steps[i], &t, &err) < 0)
 			continue;
-		rc = show(out, &t);
+		/* asked for, but no rank counted (not Open MPI): nothing
+		 * to show */
+		rc = t.nranks ? show(out, &t) : 0;
+		shown += t.nranks > 0;
 		cm_traffic_free(&t);
 		if (rc < 0)
 			return -1;
-		shown++;
 	}
 	return shown;
 }

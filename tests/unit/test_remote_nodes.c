@@ -149,7 +149,9 @@ static const char *ring =
 	TRAFFIC_ROW("n2", "[2, 3]", "[[2, 3, 100, 1], [3, 4, 300, 3]]") ","
 	TRAFFIC_ROW("n3", "[4, 5]", "[[4, 5, 100, 1], [5, 0, 50, 1], "
 		    "[5, 0, \"x\", 1], [\"4\", 0, 1, 1]]") ","
-	"{\"step\": 1, \"node\": \"n1\", \"document\": {}}]}";
+	"{\"step\": 1, \"node\": \"n1\", \"document\": {}},"
+	"{\"step\": 2, \"node\": \"n2\", \"document\": {\"rank_traffic\": "
+	"{\"source\": \"ompi-monitoring\", \"ranks\": [], \"pairs\": []}}}]}";
 
 static void test_traffic(void)
 {
@@ -182,6 +184,8 @@ static void test_traffic(void)
 	   has_line(out, "5 50 . . . . . n3"),
 	   "the matrix of the ranks with a node, by node");
 	ok(out && !strstr(out, "not measured"), "no 'not measured' line");
+	ok(out && !strstr(out, "step 2"), "a step where no rank was counted "
+	   "is not shown");
 	if (out && tap_failed_)
 		diag("output:\n%s", out);
 	free(out);
