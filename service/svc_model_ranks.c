@@ -172,6 +172,13 @@ static struct cm_matrix *step_matrix(const json_t *docs, const struct step *s,
 	return m;
 }
 
+/* Bytes as a JSON integer: a mean of counts each below 2^63 can still
+ * round past it. */
+static json_int_t bytes_int(double v)
+{
+	return v >= 9.2e18 ? (json_int_t)9.2e18 : (json_int_t)llround(v);
+}
+
 static int col_cmp(const void *a, const void *b)
 {
 	const struct cm_matrix_entry *x = a, *y = b;
@@ -195,7 +202,7 @@ static json_t *pairs_json(const struct cm_matrix *m, double scale)
 		for (int e = 0; e < k; e++)
 			if (row[e].col > i)
 				json_array_append_new(out, json_pack("[i,i,I]",
-					i, row[e].col, (json_int_t)llround(
+					i, row[e].col, bytes_int(
 						row[e].w * scale)));
 	}
 	free(row);
@@ -215,9 +222,9 @@ static json_t *runs_json(const struct run *runs, int nruns)
 			"s:I, s:I, s:O}", "job", runs[k].s->job, "step",
 			runs[k].s->step, "cluster", runs[k].s->cluster,
 			"nodes", runs[k].nodes, "bytes_total",
-			(json_int_t)llround(runs[k].total),
+			bytes_int(runs[k].total),
 			"bytes_between_nodes",
-			(json_int_t)llround(runs[k].between), "placement",
+			bytes_int(runs[k].between), "placement",
 			runs[k].placement ? runs[k].placement : json_null()));
 	return out;
 }

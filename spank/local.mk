@@ -45,6 +45,7 @@ tests_unit_test_agent_launch_t_LDADD = $(UNIT_LDADD)
 placenodesdir = $(libexecdir)/commap
 placenodes_PROGRAMS = spank/commap-place-nodes
 spank_commap_place_nodes_SOURCES = spank/place_nodes_tool.c \
+	spank/place_nodes_answer.h spank/place_nodes_answer.c \
 	nodeagent/app_identity.h nodeagent/app_identity.c
 spank_commap_place_nodes_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) \
 	$(CRYPTO_CFLAGS) -I$(top_srcdir)/nodeagent -pthread

@@ -38,6 +38,7 @@
 
 #include "app_identity.h"
 #include "commap/place_nodes.h"
+#include "place_nodes_answer.h"
 #include "upload.h"
 
 #define NODES_MAX CM_PLACE_NODES_MAX_RANKS
@@ -139,42 +140,6 @@ static int append(char *out, size_t len, const char *text, const char *v)
 	return 0;
 }
 
-/* The learned matrix from the answer's pairs; NULL with why filled. */
-static struct cm_matrix *matrix_of(const char *body, int want, int *runs,
-				   char *why, size_t len)
-{
-	json_t *j = json_loads(body, 0, NULL), *pairs, *p;
-	struct cm_matrix *m = NULL;
-	size_t k;
-	int n;
-
-	n = (int)json_integer_value(json_object_get(j, "ranks"));
-	pairs = json_object_get(j, "pairs");
-	*runs = (int)json_array_size(json_object_get(j, "runs"));
-	if (!j || !json_is_array(pairs))
-		snprintf(why, len, "the service's rank matrix is malformed");
-	else if (n != want)
-		snprintf(why, len, "the learned matrix has %d ranks, the step "
-			 "%d", n, want);
-	else if (!(m = cm_matrix_new(n)))
-		snprintf(why, len, "out of memory");
-	json_array_foreach(pairs, k, p) {
-		json_int_t a = json_integer_value(json_array_get(p, 0));
-		json_int_t b = json_integer_value(json_array_get(p, 1));
-		double w = json_number_value(json_array_get(p, 2));
-
-		if (m && a != b && cm_matrix_add(m, (int)a, (int)b, w) < 0) {
-			snprintf(why, len, "the service's rank matrix has a "
-				 "bad pair [%lld, %lld]", (long long)a,
-				 (long long)b);
-			cm_matrix_free(m);
-			m = NULL;
-		}
-	}
-	json_decref(j);
-	return m;
-}
-
 /* The hostfile: rank r's node on line r.  Made with mkstemp in TMPDIR
  * (else /tmp), the user's, mode 0600. */
 static int write_hostfile(const struct args *a, const int *node_of,
@@ -264,7 +229,8 @@ int main(int argc, char **argv)
 		snprintf(why, sizeof(why), "service answered %ld", code);
 		goto none;
 	}
-	m = matrix_of(body, a.nnodes * a.per_node, &runs, why, sizeof(why));
+	m = cm_place_nodes_answer(body, a.nnodes * a.per_node, &runs, why,
+				  sizeof(why));
 	node_of = malloc(sizeof(int) * (size_t)(a.nnodes * a.per_node));
 	if (!m || !node_of)
 		goto none;

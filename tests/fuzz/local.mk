@@ -43,6 +43,7 @@ FUZZ_TESTS_SMALL = \
 	tests/fuzz/fuzz_task_line.t \
 	tests/fuzz/fuzz_ompi_monitoring.t \
 	tests/fuzz/fuzz_model.t \
+	tests/fuzz/fuzz_rank_matrix.t \
 	tests/fuzz/fuzz_shm_names.t
 check_PROGRAMS += $(FUZZ_TESTS_SMALL)
 TESTS += $(FUZZ_TESTS_SMALL)
@@ -90,6 +91,15 @@ tests_fuzz_fuzz_model_t_CPPFLAGS = $(AM_CPPFLAGS) \
 tests_fuzz_fuzz_model_t_CFLAGS = $(FUZZ_SMALL_CFLAGS) $(JANSSON_CFLAGS)
 tests_fuzz_fuzz_model_t_LDADD = nodeagent/libupload.la \
 	nodeagent/libagentcore.la lib/libcommap.la $(JANSSON_LIBS) -lm
+# Rank matrices across nodes: the service's fold and the placement's reader.
+tests_fuzz_fuzz_rank_matrix_t_SOURCES = tests/fuzz/fuzz_rank_matrix.c \
+	tests/fuzz/standalone_driver.c service/svc_model_ranks.c \
+	spank/place_nodes_answer.c
+tests_fuzz_fuzz_rank_matrix_t_CPPFLAGS = $(AM_CPPFLAGS) \
+	-I$(top_srcdir)/service -I$(top_srcdir)/spank \
+	-DFUZZ_TARGET='"rank_matrix"'
+tests_fuzz_fuzz_rank_matrix_t_CFLAGS = $(FUZZ_SMALL_CFLAGS) $(JANSSON_CFLAGS)
+tests_fuzz_fuzz_rank_matrix_t_LDADD = lib/libcommap.la $(JANSSON_LIBS) -lm
 
 # The agent's readers of kernel data and its decoder need Capstone.
 if HAVE_CAPSTONE
