@@ -237,15 +237,23 @@ static int threads_working(const double *cpu_s, int n)
 }
 
 /* Tell the budget how much evidence there is: the references the overlap
- * estimator took (data, not the stack, spins, repeats or system calls). */
+ * estimator took (data, not the stack, spins, repeats or system calls),
+ * or that it needs no more: the last overlap's structure repeated between
+ * its halves (trusted, r >= CM_RATE_LEARN_CLEAR_R over enough threads
+ * for the test), so more samples would add little (pairs, groups,
+ * neighbours on small buffers: their learning phase stays at its time). */
 static void report_evidence(struct cm_collector *c, const double *cpu_s,
 			    int n)
 {
 	struct cm_overlap_stats os;
+	bool clear;
 
 	cm_overlap_stats(c->ov, &os);
+	clear = os.computes > 0 &&
+		os.last_threads >= CM_OVERLAP_TEST_THREADS &&
+		os.last_beaten == 0 && os.last_r >= CM_RATE_LEARN_CLEAR_R;
 	cm_rate_budget_evidence(&c->budget, os.accesses,
-				threads_working(cpu_s, n));
+				clear ? 0 : threads_working(cpu_s, n));
 }
 
 int cm_collect_adapt_period(struct cm_collector *c, const double *cpu_s,

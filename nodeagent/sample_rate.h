@@ -52,7 +52,8 @@
  *    evidence (the caller counts them: data references, not the stack,
  *    spins or system calls) are fewer than it needs
  *    (cm_rate_budget_evidence: CM_RATE_LEARN_EVIDENCE per thread that
- *    works), up to CM_RATE_LEARN_MAX_FACTOR times its length.  Kernels
+ *    works, none once the structure is clear), up to
+ *    CM_RATE_LEARN_MAX_FACTOR times its length.  Kernels
  *    whose samples land mostly on register spills, and large arrays whose
  *    sharing shows only in many samples, get them; the excess stays
  *    bounded (6 s of CPU at 3% for a 1% budget: 120 ms, repaid within
@@ -120,6 +121,12 @@
  * and 0.98 from ~140 (replayed); 256 leaves room for threads that got
  * less CPU than others on a busy node. */
 #define CM_RATE_LEARN_EVIDENCE 256
+/* ... unless the overlap's structure already repeats this well between
+ * the halves of its permutation test (the collector then reports that
+ * no more evidence is needed): clear patterns learn for their time only
+ * (wl-progress's pairs on 256 KiB buffers went on to 4.9 s of CPU time
+ * without this, its 60 s run's overhead 1.015x on a loaded machine). */
+#define CM_RATE_LEARN_CLEAR_R 0.9
 
 /* A measured sample cost is kept within these: below 0.5 µs is noise (an
  * interrupt and a register dump cost more), above 1 ms is no sampling

@@ -4,10 +4,11 @@
 # as ratios against unsampled copies in the same run.
 #
 #   bash tests/bench/detect/run-budget.sh [--builddir DIR] [--seconds S]
-#        [--threads N] [--busy]
+#        [--threads N] [--buffer-kib K] [--busy]
 #
 # Three copies of tests/workloads/wl-progress (N threads in producer/
-# consumer pairs, default 8; S seconds, default 60) start together: one
+# consumer pairs, default 8, each pair over a buffer of K KiB, default
+# 256; S seconds, default 60) start together: one
 # under `commap run` (a dry run on a synthetic copy of this machine, so
 # nothing is pinned: the cost of watching), two alone.  Each prints its
 # passes and its process CPU time every second.  The overhead is the
@@ -22,12 +23,14 @@ top=$(cd "$(dirname "$0")/../../.." && pwd)
 builddir="$top/build-bench"
 seconds=60
 threads=8
+buffer=256
 busy=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--builddir) builddir=$(cd "$2" && pwd); shift 2 ;;
 	--seconds) seconds=$2; shift 2 ;;
 	--threads) threads=$2; shift 2 ;;
+	--buffer-kib) buffer=$2; shift 2 ;;
 	--busy) busy=1; shift ;;
 	*) echo "run-budget.sh: unknown option $1" >&2; exit 2 ;;
 	esac
@@ -51,7 +54,7 @@ if [ "$busy" = 1 ]; then
 		pids+=($!)
 	done
 fi
-args=(--threads "$threads" --seconds "$seconds")
+args=(--threads "$threads" --seconds "$seconds" --buffer-kib "$buffer")
 "$commap" run --quiet --topology "pack:1 core:$(nproc) pu:1" \
 	--output "$T/result.json" -- "$wl" "${args[@]}" >"$T/sampled" &
 a=$!
