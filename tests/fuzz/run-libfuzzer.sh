@@ -38,6 +38,9 @@ fuzz_svc_config) lib="lib/error.c service/svc_config.c"; inc="$inc -I$top/servic
 fuzz_plugstack) lib="$lib cli/plugstack.c"; inc="$inc -I$top/cli" ;;
 fuzz_task_line) lib="$lib nodeagent/agent_opts.c"; inc="$inc -I$top/nodeagent" ;;
 fuzz_shm_names) lib="lib/rand.c nodeagent/shm_owner.c"; inc="$inc -I$top/nodeagent" ;;
+fuzz_rank_matrix)
+	lib="$lib service/svc_model_ranks.c spank/place_nodes_answer.c"
+	inc="$inc -I$top/service -I$top/spank" ;;
 fuzz_ompi_monitoring)
 	lib="lib/error.c nodeagent/ompi_monitoring.c nodeagent/user_file.c"
 	inc="$inc -I$top/nodeagent" ;;
