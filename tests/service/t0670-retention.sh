@@ -6,8 +6,7 @@
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/service/service-lib.sh"
 
-need_root_and_munge
-command -v python3 >/dev/null || skip_all "python3 is not installed"
+service_setup --title "without retention"
 
 # result FILE JOB STARTED [EXE_HASH]: a small valid result of one step.
 result() {
@@ -39,8 +38,6 @@ result "$T/old.json" 7001 "$old"
 result "$T/old-model.json" 7002 "$old" "$H"
 result "$T/new.json" 7003 "$now"
 
-printf 'database = %s\nthreads = 2\n' "$T/svc.db" >"$T/keep.conf"
-ok "the service starts without retention" start_service "$T/keep.conf"
 for f in old old-model new; do
 	req root POST /v1/results --data-binary @"$T/$f.json"
 	is "upload $f: 201" "$code" 201
