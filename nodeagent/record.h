@@ -18,6 +18,12 @@
  * line are what was drained until then), every thread of the step as it
  * is seen (its identity, "thread") and as it exits ("exit").
  *
+ * Version 4 adds what the replay could not know: the pins that failed
+ * ("nopin": a thread gone, or pinning refused), and the single-copy
+ * transfers as the collector drained them, before their attribution
+ * ("cma_unit", "cma"), which the replay attributes again with the
+ * agent's code.
+ *
  * Writes are buffered (stdio) and never fail the agent: the first error
  * is kept, the recorder stops writing and says why at the end.  The file
  * is bounded: past 1 GiB less 1 MiB accesses, clock lines and snapshots

@@ -3,9 +3,11 @@
  *
  * The accesses are fed, in their recorded order, to a sharer table of the
  * recorded configuration, which rebuilds the events and the matrix the
- * live agent's table produced (the unaged "edges" of its result, for a
- * recording of a dry run: under real pinning the agent also corrects
- * co-located pairs, which a replay does not know of).  The threads that
+ * live agent's table produced (the unaged "edges" of its result; under
+ * real pinning corrected for co-located pairs by replay_clock.c), and
+ * the single-copy transfers (version 4) to the agent's attribution
+ * (cma_attrib.h) over the recorded threads.  Without recorded decisions
+ * (versions 1 and 2, or no interval line), the threads that
  * communicate enough (remap_policy.h: CM_REMAP_MIN_THREAD_EVIDENCE and
  * CM_REMAP_MIN_THREAD_SHARE of the busiest) are then mapped once, from
  * scratch (cm_map, auto, seed 1), onto the recorded topology restricted
