@@ -18,8 +18,9 @@
 # that belong to one rank each: the agent counts a sampled reference of
 # one rank into another rank's segment as evidence between them
 # (nodeagent/shm_owner.h); two ranks on the machine's CPUs, not yielding,
-# with Open MPI and MPICH (samples are few: each run is repeated, up to 4
-# times, until the agent reports such a reference).  The agent runs
+# with Open MPI and MPICH (samples are few: each run is repeated, up to 6
+# times, until the agent reports such a reference; two MPICH ranks that
+# busy-poll on a loaded machine exchange only when both are on a CPU).  The agent runs
 # dry (a synthetic topology): detection only, nothing pinned.  Syscalls
 # are counted, not sampled, so a busy machine slows the runs but does not
 # blur the matrix.  Skipped without MPI or without root (CMA tracing needs
@@ -127,11 +128,11 @@ shm_seen() {
 
 # small NAME RUNNER...: run (RUNNER: ompi or mpich_run, with its
 # arguments) until the agent saw a reference into another rank's segment,
-# at most 4 times; then its checks.
+# at most 6 times; then its checks.
 small() {
 	local name=$1 try
 	shift
-	for try in 1 2 3 4; do
+	for try in 1 2 3 4 5 6; do
 		"$@"
 		[ "$status" -ne 0 ] && break
 		[ "$(shm_seen "$name")" -gt 0 ] && break
