@@ -246,14 +246,12 @@ static void report_evidence(struct cm_collector *c, const double *cpu_s,
 			    int n)
 {
 	struct cm_overlap_stats os;
-	bool clear;
 
 	cm_overlap_stats(c->ov, &os);
-	clear = os.computes > 0 &&
-		os.last_threads >= CM_OVERLAP_TEST_THREADS &&
-		os.last_beaten == 0 && os.last_r >= CM_RATE_LEARN_CLEAR_R;
 	cm_rate_budget_evidence(&c->budget, os.accesses,
-				clear ? 0 : threads_working(cpu_s, n));
+				cm_overlap_structure_clear(&os,
+							   CM_RATE_LEARN_CLEAR_R) ?
+				0 : threads_working(cpu_s, n));
 }
 
 int cm_collect_adapt_period(struct cm_collector *c, const double *cpu_s,

@@ -828,6 +828,14 @@ void cm_overlap_stats(const struct cm_overlap *ov, struct cm_overlap_stats *st)
 	*st = ov->st;
 }
 
+int cm_overlap_structure_clear(const struct cm_overlap_stats *st,
+			       double min_r)
+{
+	return st && st->computes > 0 &&
+	       st->last_threads >= CM_OVERLAP_TEST_THREADS &&
+	       st->last_beaten == 0 && st->last_r > 0 && st->last_r >= min_r;
+}
+
 size_t cm_overlap_bytes(const struct cm_overlap *ov)
 {
 	size_t b;

@@ -180,6 +180,12 @@ void cm_overlap_clear(struct cm_overlap *ov);
 
 void cm_overlap_stats(const struct cm_overlap *ov, struct cm_overlap_stats *st);
 
+/* Whether the last compute found a clear structure: trusted by the
+ * permutation test over at least CM_OVERLAP_TEST_THREADS threads, its
+ * halves correlated by min_r or more (more samples would add little). */
+int cm_overlap_structure_clear(const struct cm_overlap_stats *st,
+			       double min_r);
+
 /* Bytes held now. */
 size_t cm_overlap_bytes(const struct cm_overlap *ov);
 

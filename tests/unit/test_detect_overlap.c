@@ -184,6 +184,8 @@ static void test_groups(void)
 	   st.last_r);
 	ok(cosine(m, t, 12) >= 0.95, "groups: cosine %.4f >= 0.95",
 	   cosine(m, t, 12));
+	ok(cm_overlap_structure_clear(&st, 0.9),
+	   "groups: a clear structure (r %.3f >= 0.9)", st.last_r);
 	ok(cm_matrix_get(m, 0, 3) == 0, "groups: nothing between groups "
 	   "(%.4f)", cm_matrix_get(m, 0, 3));
 	is_int(st.moves, 0, "groups: no thread taken for a moving one");
@@ -337,7 +339,7 @@ static void test_private(void)
  * what it rejects is added as homogeneous sharing: every pair alike. */
 static void test_noise(void)
 {
-	int trusted = 0, trials = 40, flat = 0, alike = 0;
+	int trusted = 0, trials = 40, flat = 0, alike = 0, clear = 0;
 
 	for (int k = 0; k < trials; k++) {
 		struct cm_overlap *ov = cm_overlap_new(0, 0);
@@ -351,6 +353,7 @@ static void test_noise(void)
 		cm_overlap_flush(ov, m);
 		cm_overlap_stats(ov, &st);
 		trusted += st.trusted > 0;
+		clear += cm_overlap_structure_clear(&st, 0.9);
 		if (st.flat > 0 && !st.trusted) {
 			double lo = cm_matrix_get(m, 0, 1), hi = lo;
 
@@ -369,6 +372,7 @@ static void test_noise(void)
 	}
 	ok(trusted <= trials / 8, "noise: trusted in %d of %d trials (the "
 	   "test's level is 1 in 20)", trusted, trials);
+	ok(clear <= trusted, "noise: a clear structure in %d trials", clear);
 	ok(flat >= trials - trials / 8 && alike == flat,
 	   "one buffer shared by all: homogeneous in %d of %d trials, every "
 	   "pair alike in %d", flat, trials, alike);
