@@ -308,10 +308,13 @@ static int owner_by_rules(struct cm_collector *c,
 static int owner_thread(struct cm_collector *c, int p, int last)
 {
 	const struct cm_tracked_proc *pr = cm_tracker_proc(c->tr, p);
+	const struct cm_tracked_thread *th = cm_tracker_thread(c->tr, last);
 	int m;
 
-	if (last >= 0 && cm_tracker_thread(c->tr, last)->alive)
+	if (th && th->alive && th->proc == p)
 		return last;
+	if (!pr)
+		return -1;
 	m = cm_tracker_find_thread(c->tr, pr->pid);
 	if (m < 0 || cm_tracker_thread(c->tr, m)->proc != p)
 		return -1;
@@ -325,6 +328,7 @@ static void shm_evidence(struct cm_drain_ctx *d, int i, int p,
 			 const struct cm_map_region *r, uint64_t time)
 {
 	struct cm_collector *c = d->c;
+	const struct cm_tracked_proc *pr;
 	struct cm_shm_evidence ev;
 	struct cm_shm_seg *s;
 	int j, how = CM_SHM_UNKNOWN;
@@ -332,7 +336,8 @@ static void shm_evidence(struct cm_drain_ctx *d, int i, int p,
 	s = cm_shm_owners_seg(c->shm, r->dev, r->inode, time);
 	if (!s)
 		return;
-	if (s->owner >= 0 && !cm_tracker_proc(c->tr, s->owner)->alive)
+	pr = s->owner >= 0 ? cm_tracker_proc(c->tr, s->owner) : NULL;
+	if (s->owner >= 0 && (!pr || !pr->alive))
 		cm_shm_seg_forget(c->shm, s);
 	if (!s->hinted) {
 		int o = owner_by_rules(c, r, time, &how);
