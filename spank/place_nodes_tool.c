@@ -46,6 +46,7 @@
 struct args {
 	const char *service;
 	char *nodes[NODES_MAX];
+	char *nodes_text;	/* the --nodes value the names point into */
 	int nnodes, per_node;
 	long timeout_ms;
 	int argc;
@@ -80,6 +81,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 		else if (strcmp(o, "--nodes") == 0) {
 			char *s = strdup(v), *save = NULL;
 
+			if (!s || a->nodes_text)
+				return -1;
+			a->nodes_text = s;
 			for (char *t = strtok_r(s, ",", &save);
 			     t && a->nnodes < NODES_MAX;
 			     t = strtok_r(NULL, ",", &save))
@@ -209,8 +213,10 @@ int main(int argc, char **argv)
 	long code = 0;
 	int runs = 0, *node_of = NULL;
 
-	if (parse_args(argc, argv, &a) < 0)
+	if (parse_args(argc, argv, &a) < 0) {
+		free(a.nodes_text);
 		return usage("bad arguments");
+	}
 	why[0] = '\0';
 	o.service_url = a.service;
 	o.timeout_ms = a.timeout_ms;
@@ -248,14 +254,13 @@ int main(int argc, char **argv)
 		printf("placed %s %.0f %.0f %d\n", file, res.between_block,
 		       res.between_learned, runs);
 	}
-	cm_matrix_free(m);
-	free(node_of);
-	free(body);
-	return 0;
+	goto out;
 none:
 	printf("none %s\n", why[0] ? why : "unknown");
+out:
 	cm_matrix_free(m);
 	free(node_of);
 	free(body);
+	free(a.nodes_text);
 	return 0;
 }

@@ -13,7 +13,8 @@
 #     the results and commap report say so, with block's prediction;
 #  3. pairs without stride (partners on one node already under block): the
 #     learned matrix gains nothing, block is kept, never more bytes;
-#  4. a step that names its own distribution (-m cyclic) is left alone.
+#  4. a step that names its own distribution (-m cyclic) is left alone;
+#  5. the site's place_nodes=yes places an srun without the option.
 . "$(dirname "$0")/e2e-lib.sh"
 . "$(dirname "$0")/e2e-agent-lib.sh"
 e2e_require_cluster
@@ -64,9 +65,9 @@ place_step() {
 	local name=$1 stride=()
 	[ "$2" = 1 ] || stride=(--stride "$2")
 	shift 2
-	timeout 120 bash "$top_srcdir/deploy/cluster/cluster.sh" exec -- \
+	timeout 300 bash "$top_srcdir/deploy/cluster/cluster.sh" exec -- \
 		salloc -N3 -n6 srun --mpi=pmix --commap=dynamic \
-		--commap-place-nodes "$@" "$wl_msg" --pattern pairs \
+		"${place_opt[@]}" "$@" "$wl_msg" --pattern pairs \
 		"${stride[@]}" --bytes 65536 --iters 300 \
 		>"$E2E_DIR/$name.out" 2>&1
 	local rc=$?
@@ -95,6 +96,7 @@ for r in runs:
 sys.exit(1)
 PY
 }
+place_opt=(--commap-place-nodes)
 shape3='wl-mpi-msg%20--pattern%20pairs%20--stride%20%23%20--bytes%20%23%20--iters%20%23'
 
 # 1. No learned matrix yet.
@@ -173,5 +175,22 @@ ok $? "run 5: left to the user's -m, with one line saying so"
 grep -q "ranks placed" "$E2E_DIR/job5.out"
 [ $? -ne 0 ]
 ok $? "run 5: no hostfile"
+
+# 5. The site's place_nodes=yes: an srun without the option is placed
+#    (and its traffic counted) all the same.
+e2e_plugstack "default=off agent=$plug_agent spool=$spool service=$url place_nodes=yes"
+place_opt=()
+place_step job6 3
+rc=$?
+ok $rc "run 6 (place_nodes=yes, no option): exits 0"
+grep -q "commap: ranks placed across nodes from the learned traffic (" \
+	"$E2E_DIR/job6.out"
+ok $? "run 6: placed from the learned traffic"
+[ $? -eq 0 ] || diag "$(cat "$E2E_DIR/job6.out")"
+job6=$(cat "$E2E_DIR/job6" 2>/dev/null)
+wait_for between "$job6" "$shape3" >/dev/null
+read -r b6 t6 < <(between "$job6" "$shape3")
+[ "${b6:-1}" -eq 0 ] && [ "${t6:-0}" -gt 0 ]
+ok $? "run 6: no byte between nodes (${b6:-?} of ${t6:-?})"
 
 done_testing
