@@ -65,7 +65,9 @@ place_step() {
 	local name=$1 stride=()
 	[ "$2" = 1 ] || stride=(--stride "$2")
 	shift 2
-	timeout 300 bash "$top_srcdir/deploy/cluster/cluster.sh" exec -- \
+	mkdir -p "$E2E_DIR/tmp"
+	TMPDIR=$E2E_DIR/tmp timeout 300 \
+		bash "$top_srcdir/deploy/cluster/cluster.sh" exec -- \
 		salloc -N3 -n6 srun --mpi=pmix --commap=dynamic \
 		"${place_opt[@]}" "$@" "$wl_msg" --pattern pairs \
 		"${stride[@]}" --bytes 65536 --iters 300 \
@@ -146,6 +148,8 @@ echo "$out" | grep -q "ranks placed across nodes: from the learned traffic (betw
 rc=$?
 ok $rc "run 2: commap report compares the bytes between nodes with block's"
 [ $rc -eq 0 ] || diag "$out"
+[ -z "$(ls -A "$E2E_DIR/tmp")" ]
+ok $? "run 2: srun removed its hostfile ($(ls -A "$E2E_DIR/tmp" | tr '\n' ' '))"
 
 # 3. Already best under block: block is kept.
 shape1='wl-mpi-msg%20--pattern%20pairs%20--bytes%20%23%20--iters%20%23'
@@ -192,5 +196,7 @@ wait_for between "$job6" "$shape3" >/dev/null
 read -r b6 t6 < <(between "$job6" "$shape3")
 [ "${b6:-1}" -eq 0 ] && [ "${t6:-0}" -gt 0 ]
 ok $? "run 6: no byte between nodes (${b6:-?} of ${t6:-?})"
+[ -z "$(ls -A "$E2E_DIR/tmp")" ]
+ok $? "no hostfile left behind"
 
 done_testing
