@@ -8,6 +8,7 @@ commapplugin_LTLIBRARIES = spank/commap_spank.la
 spank_commap_spank_la_SOURCES = \
 	spank/commap_spank.c \
 	spank/place_nodes.h spank/place_nodes.c \
+	spank/place_nodes_line.h spank/place_nodes_line.c \
 	spank/spank_config.h spank/spank_config.c \
 	spank/agent_launch.h spank/agent_launch.c \
 	spank/mpi_traffic.h spank/mpi_traffic.c \
@@ -26,7 +27,8 @@ EXTRA_DIST += spank/commap_spank.map
 SPANK_UNIT_TESTS = \
 	tests/unit/test_spank_config.t \
 	tests/unit/test_agent_launch.t \
-	tests/unit/test_mpi_traffic.t
+	tests/unit/test_mpi_traffic.t \
+	tests/unit/test_place_nodes_line.t
 check_PROGRAMS += $(SPANK_UNIT_TESTS)
 TESTS += $(SPANK_UNIT_TESTS)
 tests_unit_test_spank_config_t_SOURCES = tests/unit/test_spank_config.c \
@@ -37,6 +39,10 @@ tests_unit_test_agent_launch_t_SOURCES = tests/unit/test_agent_launch.c \
 	spank/agent_launch.c
 tests_unit_test_agent_launch_t_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/spank
 tests_unit_test_agent_launch_t_LDADD = $(UNIT_LDADD)
+tests_unit_test_place_nodes_line_t_SOURCES = \
+	tests/unit/test_place_nodes_line.c spank/place_nodes_line.c
+tests_unit_test_place_nodes_line_t_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/spank
+tests_unit_test_place_nodes_line_t_LDADD = $(UNIT_LDADD)
 
 # commap-place-nodes: run by the plugin inside srun for
 # --commap-place-nodes (spank/place_nodes_tool.c); the plugin runs the

@@ -17,6 +17,7 @@
 #include <slurm/slurm.h>
 
 #include "place_nodes.h"
+#include "place_nodes_line.h"
 
 #define CMDLINE_MAX (256 << 10)
 #define ARGS_MAX 4096
@@ -58,102 +59,6 @@ int cm_place_nodes_register(spank_t sp)
 int cm_place_nodes_asked(void)
 {
 	return asked;
-}
-
-/* What srun's command line says (only what matters here). */
-struct srun_line {
-	int asked;		/* --commap-place-nodes */
-	const char *own;	/* an option that chooses nodes or layout */
-	long ntasks, nnodes;	/* -n, -N; 0 when not given */
-	int prog;		/* index of the program, 0 when not found */
-};
-
-/* An executable regular file as srun would find it (PATH when no '/'). */
-static int is_program(const char *a)
-{
-	const char *path = getenv("PATH");
-	char cand[PATH_MAX];
-	struct stat st;
-
-	if (strchr(a, '/'))
-		return stat(a, &st) == 0 && S_ISREG(st.st_mode) &&
-		       access(a, X_OK) == 0;
-	for (const char *p = path ? path : ""; *p;) {
-		size_t n = strcspn(p, ":");
-
-		snprintf(cand, sizeof(cand), "%.*s/%s", (int)n, p, a);
-		if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) &&
-		    access(cand, X_OK) == 0)
-			return 1;
-		p += n + (p[n] == ':');
-	}
-	return 0;
-}
-
-/* The value of -X V, -XV, --name=V or --name V. */
-static const char *value_of(int argc, char **argv, int i)
-{
-	const char *eq = strchr(argv[i], '=');
-
-	if (argv[i][1] != '-' && argv[i][2])
-		return argv[i] + 2;
-	if (eq && argv[i][1] == '-')
-		return eq + 1;
-	return i + 1 < argc ? argv[i + 1] : "";
-}
-
-/* srun's options end at its program: the first word that is neither an
- * option nor an option's value and names an executable file. */
-static void scan(int argc, char **argv, struct srun_line *l)
-{
-	static const char *const own_long[] = { "distribution", "nodelist",
-		"exclude", "relative", "nodefile", "het-group", "multi-prog",
-		"arbitrary", NULL };
-
-	memset(l, 0, sizeof(*l));
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (strcmp(a, "--") == 0) {
-			l->prog = i + 1 < argc ? i + 1 : 0;
-			return;
-		}
-		if (strcmp(a, ":") == 0) {
-			l->own = "a heterogeneous step";
-			continue;
-		}
-		if (strncmp(a, "--", 2) == 0) {
-			size_t n = strcspn(a + 2, "=");
-
-			if (strcmp(a, "--commap-place-nodes") == 0)
-				l->asked = 1;
-			for (int k = 0; own_long[k]; k++)
-				if (strlen(own_long[k]) == n &&
-				    strncmp(a + 2, own_long[k], n) == 0)
-					l->own = own_long[k];
-			if (n == 6 && strncmp(a + 2, "ntasks", 6) == 0)
-				l->ntasks = atol(value_of(argc, argv, i));
-			if (n == 5 && strncmp(a + 2, "nodes", 5) == 0)
-				l->nnodes = atol(value_of(argc, argv, i));
-			continue;
-		}
-		if (a[0] == '-' && a[1]) {
-			if (strchr("mwxrF", a[1]))
-				l->own = a[1] == 'm' ? "distribution" :
-					 a[1] == 'w' ? "nodelist" :
-					 a[1] == 'x' ? "exclude" :
-					 a[1] == 'r' ? "relative" : "nodefile";
-			if (a[1] == 'n')
-				l->ntasks = atol(value_of(argc, argv, i));
-			if (a[1] == 'N')
-				l->nnodes = atol(value_of(argc, argv, i));
-			continue;
-		}
-		if (is_program(a)) {
-			l->prog = i;
-			return;
-		}
-	}
 }
 
 /* srun's own argv from /proc/self/cmdline (its main's argv is not
@@ -201,23 +106,6 @@ static int expand_nodes(const char *list, char *out, size_t len, int *n)
 		(*n)++;
 	}
 	slurm_hostlist_destroy(hl);
-	return 0;
-}
-
-/* Task slots per node of the allocation, SLURM_TASKS_PER_NODE ("2(x3)",
- * or "4" on one node): the count when every node has the same, else 0. */
-static long even_slots(const char *tpn, int nnodes)
-{
-	char *end;
-	long k = tpn ? strtol(tpn, &end, 10) : 0;
-
-	if (!tpn || end == tpn || k < 1)
-		return 0;
-	if (*end == '\0')
-		return nnodes == 1 ? k : 0;
-	if (strncmp(end, "(x", 2) == 0 && strtol(end + 2, &end, 10) ==
-	    nnodes && strcmp(end, ")") == 0)
-		return k;
 	return 0;
 }
 
@@ -287,7 +175,7 @@ static int run_helper(char *const *hargv, char *line, size_t len,
 
 /* Why the step keeps srun's distribution, or NULL when it can be placed:
  * fills nodes, n and per_node. */
-static const char *refuse(const struct srun_line *l, char *nodes,
+static const char *refuse(const struct cm_srun_line *l, char *nodes,
 			  size_t len, int *n, long *per_node, char *why,
 			  size_t wlen)
 {
@@ -308,7 +196,7 @@ static const char *refuse(const struct srun_line *l, char *nodes,
 	if (l->nnodes && l->nnodes != *n)
 		return snprintf(why, wlen, "the step asks for %ld of the "
 				"allocation's %d nodes", l->nnodes, *n), why;
-	slots = even_slots(getenv("SLURM_TASKS_PER_NODE"), *n);
+	slots = cm_srun_even_slots(getenv("SLURM_TASKS_PER_NODE"), *n);
 	if (!slots)
 		return "the allocation's nodes hold different numbers of tasks";
 	if (!ntasks)
@@ -384,13 +272,13 @@ void cm_place_nodes_srun(const char *agent, const char *service,
 	char helper[PATH_MAX], per[24], why[256], line[PATH_MAX + 128];
 	char *hargv[ARGS_MAX + 12];
 	const char *no, *slash = strrchr(agent, '/');
-	struct srun_line l;
+	struct cm_srun_line l;
 	int argc = own_cmdline(buf, sizeof(buf), argv), n = 0, k = 0;
 	long per_node = 0;
 
 	if (argc < 2)
 		return;
-	scan(argc, argv, &l);
+	cm_srun_line_scan(argc, argv, &l);
 	if (!l.asked && !site_default)
 		return;
 	if (!service[0]) {
