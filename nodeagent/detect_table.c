@@ -268,13 +268,35 @@ int cm_detect_spin_line(const struct cm_detect_table *t,
 						    : CM_DETECT_SPIN_BLOCK;
 }
 
-/* Does sharer i of e count as a partner of an access on line l?  In a
- * block holding waited-on lines, only a sharer on the same line does:
- * such a page is synchronisation state, one object per line. */
-static int same_object(struct cm_detect_table *t, const struct entry *e,
-		       int i, unsigned l)
+static int in_window(const struct cm_detect_table *t, uint64_t now,
+		     uint64_t then)
 {
-	if (!e->spin || e->line[i] == l)
+	return !t->cfg.window_ns || time_diff(now, then) <= t->cfg.window_ns;
+}
+
+/* In a block holding waited-on lines (synchronisation state, one object
+ * per line), is line l crowded: do two or more other recent sharers
+ * touch it?  Such a line is a word every thread touches (a barrier's
+ * counter), not a pair's. */
+static int crowded(const struct cm_detect_table *t, const struct entry *e,
+		   int thread, unsigned l, uint64_t now)
+{
+	int others = 0;
+
+	for (int i = 0; e->spin && i < e->n; i++)
+		if (e->thr[i] != thread && e->line[i] == l &&
+		    in_window(t, now, e->when[i]))
+			others++;
+	return others > 1;
+}
+
+/* Does sharer i of e count as a partner of an access on line l?  In a
+ * block holding waited-on lines, only a sharer on the same line, and
+ * only if the line is not crowded. */
+static int same_object(struct cm_detect_table *t, const struct entry *e,
+		       int i, unsigned l, int crowd)
+{
+	if (!e->spin || (e->line[i] == l && !crowd))
 		return 1;
 	t->st.line_skips++;
 	return 0;
@@ -284,9 +306,9 @@ int cm_detect_access(struct cm_detect_table *t, struct cm_matrix *m,
 		     int thread, const struct cm_block_key *key,
 		     uint64_t now_ns)
 {
-	uint64_t block, window;
+	uint64_t block;
 	struct entry *e;
-	int events = 0;
+	int events = 0, crowd;
 	unsigned l;
 
 	if (!t || !m || !key || thread < 0)
@@ -307,15 +329,15 @@ int cm_detect_access(struct cm_detect_table *t, struct cm_matrix *m,
 	}
 	if (fit_matrix(m, e, thread))
 		return cm_errorf(NULL, ENOMEM, "detect access: matrix");
-	window = t->cfg.window_ns;
+	crowd = crowded(t, e, thread, l, now_ns);
 	for (int i = 0; i < e->n; i++) {
 		if (e->thr[i] == thread)
 			continue;
-		if (window && time_diff(now_ns, e->when[i]) > window) {
+		if (!in_window(t, now_ns, e->when[i])) {
 			t->st.out_of_window++;
 			continue;
 		}
-		if (!same_object(t, e, i, l))
+		if (!same_object(t, e, i, l, crowd))
 			continue;
 		if (cm_matrix_add(m, thread, e->thr[i], 1.0))
 			return -1;

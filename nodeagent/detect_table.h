@@ -20,7 +20,8 @@
  * marked in its block's entry (cm_detect_mark_spin): later references to
  * it add no event (stats.spin_refs), and a block holding a marked line is
  * seen by line: an access meets only the sharers whose last access was on
- * its own line (stats.line_skips for the others).  Synchronisation state
+ * its own line, and none when two or more recent sharers are on it (a
+ * word every thread touches: stats.line_skips).  Synchronisation state
  * laid out one word per cache line in one page (a flag per thread, a
  * barrier's counters) then stops making every thread that waits look
  * like a partner of every other (SPCD §III-C-1: spatial false
@@ -92,8 +93,9 @@ struct cm_detect_stats {
 	uint64_t out_of_window;	/* sharers ignored as too old */
 	uint64_t spin_marks;	/* lines newly marked as waited on */
 	uint64_t spin_refs;	/* accesses to a marked line: no event */
-	uint64_t line_skips;	/* sharers on another line of a block
-				 * holding a marked line: no event */
+	uint64_t line_skips;	/* sharers in a block holding a marked
+				 * line, on another line or on a crowded
+				 * one: no event */
 };
 
 struct cm_detect_table;

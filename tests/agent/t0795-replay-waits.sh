@@ -34,9 +34,9 @@ ok "pairs with a spinning barrier: the same bytes twice" \
 	cmp -s "$T/p1.json" "$T/p2.json"
 ok "pairs with a spinning barrier: every pair found" \
 	py 'all(w.get((i, i + 1), 0) > 0 for i in range(0, 8, 2))' "$T/p1.json"
-ok "pairs with a spinning barrier: the pairs carry most of the weight" \
+ok "pairs with a spinning barrier: the pairs carry three quarters of the weight" \
 	py 'total > 0 and sum(w.get((i, i + 1), 0)
-	    for i in range(0, 8, 2)) > 0.5 * total' "$T/p1.json"
+	    for i in range(0, 8, 2)) > 0.75 * total' "$T/p1.json"
 ok "pairs with a spinning barrier: each pair outweighs every other edge" \
 	py 'min(w.get((i, i + 1), 0) for i in range(0, 8, 2)) > max(
 	    x for (a, b), x in w.items() if not (a % 2 == 0 and b == a + 1))' \

@@ -250,8 +250,8 @@ static int is_spin(struct cm_detect_table *t, uint64_t vaddr)
 }
 
 /* A marked line adds no event and is counted; the block's other lines
- * meet only sharers on their own line; an unmarked block keeps SPCD's
- * block granularity. */
+ * meet only sharers on their own line, and none on a line three threads
+ * touch; an unmarked block keeps SPCD's block granularity. */
 static void test_spin_lines(void)
 {
 	struct cm_detect_table *t = table(4096, 1024, 0);
@@ -293,6 +293,13 @@ static void test_spin_lines(void)
 	is_int(acc(t, m, 0, 1, 0x20040, 6), 0, "... with no sharer");
 	is_int(acc(t, m, 1, 1, 0x20040, 7), 1,
 	       "... and its other lines meet on one line");
+	is_int(acc(t, m, 2, 1, 0x20050, 8), 0,
+	       "a third thread on that line: crowded, no event");
+	is_int(acc(t, m, 3, 1, 0x20040, 9), 0, "... a fourth neither");
+	acc(t, m, 3, 1, 0x21040, 10);
+	acc(t, m, 2, 1, 0x21040, 11);
+	is_int(acc(t, m, 1, 1, 0x21040, 12), 2,
+	       "a block without marks: three threads on one line all meet");
 	cm_detect_table_clear(t);
 	ok(!is_spin(t, 0x10000), "clear: the marks are gone");
 	ok(cm_detect_mark_spin(NULL, NULL) == -1 && errno == EINVAL,
