@@ -44,6 +44,7 @@ FUZZ_TESTS_SMALL = \
 	tests/fuzz/fuzz_ompi_monitoring.t \
 	tests/fuzz/fuzz_model.t \
 	tests/fuzz/fuzz_rank_matrix.t \
+	tests/fuzz/fuzz_srun_line.t \
 	tests/fuzz/fuzz_shm_names.t
 check_PROGRAMS += $(FUZZ_TESTS_SMALL)
 TESTS += $(FUZZ_TESTS_SMALL)
@@ -100,6 +101,13 @@ tests_fuzz_fuzz_rank_matrix_t_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DFUZZ_TARGET='"rank_matrix"'
 tests_fuzz_fuzz_rank_matrix_t_CFLAGS = $(FUZZ_SMALL_CFLAGS) $(JANSSON_CFLAGS)
 tests_fuzz_fuzz_rank_matrix_t_LDADD = lib/libcommap.la $(JANSSON_LIBS) -lm
+# srun's command line as the plugin reads it for --commap-place-nodes.
+tests_fuzz_fuzz_srun_line_t_SOURCES = tests/fuzz/fuzz_srun_line.c \
+	tests/fuzz/standalone_driver.c spank/place_nodes_line.c
+tests_fuzz_fuzz_srun_line_t_CPPFLAGS = $(AM_CPPFLAGS) \
+	-I$(top_srcdir)/spank -DFUZZ_TARGET='"srun_line"'
+tests_fuzz_fuzz_srun_line_t_CFLAGS = $(FUZZ_SMALL_CFLAGS)
+tests_fuzz_fuzz_srun_line_t_LDADD = lib/libcommap.la
 
 # The agent's readers of kernel data and its decoder need Capstone.
 if HAVE_CAPSTONE
