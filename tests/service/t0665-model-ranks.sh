@@ -89,4 +89,6 @@ req $A POST /v1/models/ring/ranks
 is "POST: 405" "$code" 405
 req - GET /v1/models/ring/ranks
 is "no credential: 401" "$code" 401
+
+ok "the service stops cleanly" stop_service
 done_testing
