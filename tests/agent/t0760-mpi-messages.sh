@@ -18,7 +18,7 @@
 # that belong to one rank each: the agent counts a sampled reference of
 # one rank into another rank's segment as evidence between them
 # (nodeagent/shm_owner.h); two ranks on the machine's CPUs, not yielding,
-# with Open MPI and MPICH (samples are few: each run is repeated, up to 6
+# with Open MPI and MPICH (samples are few: each run is repeated, up to 8
 # times, until the agent reports such a reference; two MPICH ranks that
 # busy-poll on a loaded machine exchange only when both are on a CPU);
 # then 4 Open MPI ranks in pairs at 256 B: most of the weight on the true
@@ -130,11 +130,11 @@ shm_seen() {
 
 # small NAME RUNNER...: run (RUNNER: ompi or mpich_run, with its
 # arguments) until the agent saw a reference into another rank's segment,
-# at most 6 times; then its checks.
+# at most 8 times; then its checks.
 small() {
 	local name=$1 try
 	shift
-	for try in 1 2 3 4 5 6; do
+	for try in 1 2 3 4 5 6 7 8; do
 		"$@"
 		[ "$status" -ne 0 ] && break
 		[ "$(shm_seen "$name")" -gt 0 ] && break
