@@ -606,6 +606,21 @@ static void test_traffic_page(void)
 	   strstr(buf, "<tr><td>1, 2</td>"), "the heaviest pairs across nodes");
 	ok(count(buf, "class=\"cross\"") == 2, "the matrix marks the two "
 	   "cells across nodes");
+	ok(!strstr(buf, "ranks placed across nodes"),
+	   "no placement asked for: none shown");
+	free(buf);
+	/* srun placed the ranks from the learned traffic (one node says) */
+	json_object_set_new(json_object_get(json_object_get(json_array_get(
+		json_object_get(job, "results"), 1), "document"),
+		"rank_traffic"), "placement", json_pack("{s:s, s:i, s:i, s:i}",
+		"distribution", "learned", "predicted_block", 9000,
+		"predicted", 100, "runs", 2));
+	RENDER(buf, cm_render_job_html(f_, job, NULL, NULL));
+	ok(strstr(buf, "<tr><th>ranks placed across nodes</th><td>from the "
+		   "learned traffic (between nodes predicted from earlier "
+		   "runs: 9000 under block distribution, 100 so)</td></tr>")
+	   != NULL, "the learned placement and its prediction beside the "
+	   "bytes counted");
 	free(buf);
 	json_decref(job);
 }
