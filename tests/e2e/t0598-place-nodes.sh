@@ -14,7 +14,8 @@
 #  3. pairs without stride (partners on one node already under block): the
 #     learned matrix gains nothing, block is kept, never more bytes;
 #  4. a step that names its own distribution (-m cyclic) is left alone;
-#  5. the site's place_nodes=yes places an srun without the option.
+#  5. the site's place_nodes=yes places an srun without the option;
+#  6. an srun with the option inside a batch script is placed too.
 . "$(dirname "$0")/e2e-lib.sh"
 . "$(dirname "$0")/e2e-agent-lib.sh"
 e2e_require_cluster
@@ -57,8 +58,10 @@ e2e_plugstack "default=off agent=$plug_agent spool=$spool service=$url"
 
 # place_step NAME STRIDE [SRUN-OPTS...]: 6 ranks of wl-mpi-msg pairs (with
 # --stride STRIDE unless it is 1, a command line of another shape) on
-# the 3 nodes in an allocation of 2 tasks per node, 64 KiB both ways 300
-# times; the job id in $E2E_DIR/NAME, srun's output in NAME.out.  srun
+# the 3 nodes in an allocation of 2 tasks per node, 64 KiB both ways for
+# 1 s (a time, not a count: six ranks polling on the 2 CPUs of a busy
+# machine may take minutes for a fixed count); the job id in
+# $E2E_DIR/NAME, srun's output in NAME.out.  srun
 # runs the program itself: the plugin identifies the application by the
 # program on srun's command line (a wrapper would be another one).
 place_step() {
@@ -70,7 +73,7 @@ place_step() {
 		bash "$top_srcdir/deploy/cluster/cluster.sh" exec -- \
 		salloc -N3 -n6 srun --mpi=pmix --commap=dynamic \
 		"${place_opt[@]}" "$@" "$wl_msg" --pattern pairs \
-		"${stride[@]}" --bytes 65536 --iters 300 \
+		"${stride[@]}" --bytes 65536 --seconds 1 \
 		>"$E2E_DIR/$name.out" 2>&1
 	local rc=$?
 	sed -n 's/^salloc: Granted job allocation \([0-9]*\)$/\1/p' \
@@ -99,7 +102,7 @@ sys.exit(1)
 PY
 }
 place_opt=(--commap-place-nodes)
-shape3='wl-mpi-msg%20--pattern%20pairs%20--stride%20%23%20--bytes%20%23%20--iters%20%23'
+shape3='wl-mpi-msg%20--pattern%20pairs%20--stride%20%23%20--bytes%20%23%20--seconds%20%23'
 
 # 1. No learned matrix yet.
 place_step job1 3
@@ -130,10 +133,10 @@ job2=$(cat "$E2E_DIR/job2" 2>/dev/null)
 wait_for between "$job2" "$shape3" >/dev/null
 read -r b2 t2 < <(between "$job2" "$shape3")
 diag "run 2 (learned): $b2 of $t2 bytes between nodes"
-[ -n "$b2" ] && [ "$t2" -gt 0 ] && [ $((b2 * 10)) -le $((b1 * 7)) ]
-ok $? "run 2: at least 30% fewer bytes between nodes ($b1 -> $b2)"
-[ -n "$b2" ] && [ "$t2" -eq "$t1" ]
-ok $? "run 2: the same bytes in all ($t2)"
+# runs last a time, not a count: their shares of bytes between nodes
+awk -v b1="$b1" -v t1="$t1" -v b2="$b2" -v t2="$t2" \
+	'BEGIN { exit !(t1 > 0 && t2 > 0 && b2 / t2 <= 0.7 * b1 / t1) }'
+ok $? "run 2: at least 30% fewer bytes between nodes ($b1 of $t1 -> $b2 of $t2)"
 python3 - "$E2E_DIR/ranks.json" "$job2" "$b1" <<'PY'
 import json, sys
 runs = json.load(open(sys.argv[1]))["runs"]
@@ -152,7 +155,7 @@ ok $rc "run 2: commap report compares the bytes between nodes with block's"
 ok $? "run 2: srun removed its hostfile ($(ls -A "$E2E_DIR/tmp" | tr '\n' ' '))"
 
 # 3. Already best under block: block is kept.
-shape1='wl-mpi-msg%20--pattern%20pairs%20--bytes%20%23%20--iters%20%23'
+shape1='wl-mpi-msg%20--pattern%20pairs%20--bytes%20%23%20--seconds%20%23'
 place_step job3 1
 rc=$?
 ok $rc "run 3 (no stride): exits 0"
@@ -196,6 +199,29 @@ wait_for between "$job6" "$shape3" >/dev/null
 read -r b6 t6 < <(between "$job6" "$shape3")
 [ "${b6:-1}" -eq 0 ] && [ "${t6:-0}" -gt 0 ]
 ok $? "run 6: no byte between nodes (${b6:-?} of ${t6:-?})"
+
+# 6. srun inside a batch script, the user's option (the site's default
+#    back to off).
+e2e_plugstack "default=off agent=$plug_agent spool=$spool service=$url"
+cat >"$E2E_DIR/job7.sh" <<EOS
+#!/bin/sh
+srun --mpi=pmix --commap=dynamic --commap-place-nodes "$wl_msg" \
+	--pattern pairs --stride 3 --bytes 65536 --seconds 1
+EOS
+chmod 755 "$E2E_DIR/job7.sh"
+TMPDIR=$E2E_DIR/tmp timeout 300 bash "$top_srcdir/deploy/cluster/cluster.sh" \
+	exec -- sbatch -N3 -n6 -o "$E2E_DIR/job7.out" --wait "$E2E_DIR/job7.sh" \
+	>"$E2E_DIR/job7.sbatch" 2>&1
+ok $? "run 7 (sbatch, srun --commap-place-nodes inside): exits 0"
+grep -q "commap: ranks placed across nodes from the learned traffic (" \
+	"$E2E_DIR/job7.out"
+ok $? "run 7: the srun in the batch script is placed"
+[ $? -eq 0 ] || diag "$(cat "$E2E_DIR/job7.out" "$E2E_DIR/job7.sbatch")"
+job7=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' "$E2E_DIR/job7.sbatch")
+wait_for between "$job7" "$shape3" >/dev/null
+read -r b7 t7 < <(between "$job7" "$shape3")
+[ "${b7:-1}" -eq 0 ] && [ "${t7:-0}" -gt 0 ]
+ok $? "run 7: no byte between nodes (${b7:-?} of ${t7:-?})"
 [ -z "$(ls -A "$E2E_DIR/tmp")" ]
 ok $? "no hostfile left behind"
 
