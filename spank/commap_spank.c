@@ -42,6 +42,7 @@
 #include "agent_launch.h"
 #include "mpi_traffic.h"
 #include "place_nodes.h"
+#include "place_nodes_line.h"
 #include "spank_config.h"
 
 SPANK_PLUGIN(commap, 1);
@@ -336,7 +337,7 @@ static void launch_agent(spank_t sp)
 		argv[ac++] = ctx.traffic_dir;
 		/* srun placed the ranks (place_nodes.h): the result says so */
 		job_env(sp, "COMMAP_PLACE_NODES", place, sizeof(place));
-		if (place[0]) {
+		if (cm_place_nodes_note_valid(place)) {
 			argv[ac++] = "--place-nodes";
 			argv[ac++] = place;
 		}

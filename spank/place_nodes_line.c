@@ -113,3 +113,19 @@ long cm_srun_even_slots(const char *tpn, int nnodes)
 	return 0;
 }
 
+
+int cm_place_nodes_note_valid(const char *s)
+{
+	unsigned long long b, l;
+	unsigned runs;
+	char kind[8];
+	int end = 0;
+
+	if (!s || strlen(s) > 80 || strspn(s, "abcdefghijklmnopqrstuvwxyz "
+					      "0123456789") != strlen(s))
+		return 0;
+	if (sscanf(s, "%7s %llu %llu %u%n", kind, &b, &l, &runs, &end) != 4 ||
+	    s[end] != '\0')
+		return 0;
+	return strcmp(kind, "learned") == 0 || strcmp(kind, "block") == 0;
+}

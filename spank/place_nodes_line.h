@@ -22,4 +22,10 @@ void cm_srun_line_scan(int argc, char **argv, struct cm_srun_line *l);
  * 0 (different counts, malformed, NULL). */
 long cm_srun_even_slots(const char *tpn, int nnodes);
 
+/* 1 when s is a placement note as srun's plugin writes it into
+ * COMMAP_PLACE_NODES ("learned|block BYTES BYTES RUNS", integers >= 0),
+ * else 0: the job's environment is the user's, and the agent is handed
+ * only a well-formed one. */
+int cm_place_nodes_note_valid(const char *s);
+
 #endif

@@ -1,11 +1,13 @@
 /* fuzz_srun_line.c: the plugin's reading of srun's own command line and
- * of SLURM_TASKS_PER_NODE (spank/place_nodes_line.c) on arbitrary bytes:
+ * of SLURM_TASKS_PER_NODE and COMMAP_PLACE_NODES
+ * (spank/place_nodes_line.c) on arbitrary bytes:
  * the input's NUL-separated words are srun's argv, as /proc/self/cmdline
- * gives them, and its first line a SLURM_TASKS_PER_NODE value.
+ * gives them, and its first word a SLURM_TASKS_PER_NODE value and a
+ * COMMAP_PLACE_NODES note.
  *
  * Invariants: the program, when found, is one of the words after srun's
  * own; a layout option named is one the plugin knows; the slots are 0 or
- * the leading count of the value.
+ * the leading count of the value; a note accepted starts with its kind.
  */
 #include <stdint.h>
 #include <string.h>
@@ -46,6 +48,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	slots = cm_srun_even_slots(line, (int)(size % 5));
 	fuzz_require(slots == 0 || slots == strtol(line, NULL, 10),
 		     "slots: 0 or the leading count");
+	fuzz_require(!cm_place_nodes_note_valid(line) ||
+		     strncmp(line, "learned ", 8) == 0 ||
+		     strncmp(line, "block ", 6) == 0,
+		     "a valid placement note starts with its kind");
 	free(line);
 	free(text);
 	return 0;

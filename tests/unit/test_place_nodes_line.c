@@ -96,8 +96,24 @@ static void test_even_slots(void)
 	is_int((int)cm_srun_even_slots("0(x3)", 3), 0, "no slot: 0");
 }
 
+/* What the plugin hands the agent from the job's environment. */
+static void test_note(void)
+{
+	ok(cm_place_nodes_note_valid("learned 117964800 0 1"),
+	   "a learned note is passed on");
+	ok(cm_place_nodes_note_valid("block 25 25 3"), "a block note too");
+	ok(!cm_place_nodes_note_valid("learned 1 0"), "three words: refused");
+	ok(!cm_place_nodes_note_valid("other 1 0 1"), "another kind: refused");
+	ok(!cm_place_nodes_note_valid("learned 1 0 1 --spool /x"),
+	   "more words: refused");
+	ok(!cm_place_nodes_note_valid("learned -1 0 1"), "a sign: refused");
+	ok(!cm_place_nodes_note_valid(""), "empty: refused");
+	ok(!cm_place_nodes_note_valid(NULL), "unset: refused");
+}
+
 int main(void)
 {
+	test_note();
 	test_program();
 	test_own_layout();
 	test_even_slots();
