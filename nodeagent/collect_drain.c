@@ -350,10 +350,12 @@ static void shm_evidence(struct cm_drain_ctx *d, int i, int p,
 	j = owner_thread(c, ev.owner, ev.owner_thread);
 	if (j < 0 || j == i)
 		return;
-	if ((i >= cm_matrix_nthreads(d->m) || j >= cm_matrix_nthreads(d->m)) &&
-	    cm_matrix_resize(d->m, (i > j ? i : j) + 1))
-		d->nomem = 1;
-	else if (cm_matrix_add(d->m, i, j, ev.weight))
+	if (c->o.record) {	/* the replay cannot find owners: record.h */
+		cm_collect_record_identity(c, i);
+		cm_collect_record_identity(c, j);
+		cm_record_shm(c->o.record, time, i, j, ev.weight);
+	}
+	if (cm_shm_evidence_add(d->m, i, j, ev.weight))
 		d->nomem = 1;
 }
 

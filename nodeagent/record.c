@@ -215,6 +215,15 @@ void cm_record_cma(struct cm_recorder *r, const struct cm_cma_transfer *x,
 			 (unsigned long long)x->bytes));
 }
 
+void cm_record_shm(struct cm_recorder *r, uint64_t time_ns, int i, int j,
+		   double weight)
+{
+	if (!r || r->err || over_limit(r))
+		return;
+	check(r, fprintf(r->f, "shm %llu %d %d %.17g\n",
+			 (unsigned long long)time_ns, i, j, weight));
+}
+
 /* The topology lines: both or neither. */
 static void write_topology(struct cm_recorder *r, const struct cm_topo *topo)
 {

@@ -24,6 +24,13 @@
  * ("cma_unit", "cma"), which the replay attributes again with the
  * agent's code.
  *
+ * Version 5 adds the evidence of shared-segment ownership (shm_owner.h)
+ * as the collector added it ("shm": time, thread, the owner's thread,
+ * weight), right after the access that gave it: the owners come from
+ * file paths, /proc and the step's ranks, which a replay does not have,
+ * so the replay adds the recorded units with the agent's own function
+ * (cm_shm_evidence_add) at the same point of the stream.
+ *
  * Writes are buffered (stdio) and never fail the agent: the first error
  * is kept, the recorder stops writing and says why at the end.  The file
  * is bounded: past 1 GiB less 1 MiB accesses, clock lines and snapshots
@@ -43,9 +50,11 @@
 #define CM_RECORD_FORMAT "commap-recording"
 /* Version 2 adds each access's mapping start and class (evidence.h);
  * version 3 the decisions' inputs (above); version 4 the pins that
- * failed ("nopin") and the single-copy transfers ("cma_unit", "cma").  Older versions are still read (1: sharer table
- * only; 1 and 2: one mapping at the end; 3: every pin made). */
-#define CM_RECORD_VERSION 4
+ * failed ("nopin") and the single-copy transfers ("cma_unit", "cma");
+ * version 5 the evidence of segment ownership ("shm").  Older versions
+ * are still read (1: sharer table only; 1 and 2: one mapping at the
+ * end; 3: every pin made; 1 to 4: no ownership evidence). */
+#define CM_RECORD_VERSION 5
 
 struct cm_recorder;
 struct cm_cma_transfer;
@@ -102,6 +111,12 @@ void cm_record_nopin(struct cm_recorder *r, uint64_t t_ns, int i, int os,
  * one writes the matrix unit too (bytes_per_unit; <= 0 the default). */
 void cm_record_cma(struct cm_recorder *r, const struct cm_cma_transfer *x,
 		   double bytes_per_unit);
+/* Evidence of segment ownership (shm_owner.h): thread i referenced, at
+ * time_ns, a segment owned by the process of thread j, which weighs
+ * weight (0 < weight <= 1) between them (written with all its digits:
+ * the replay adds the very same double). */
+void cm_record_shm(struct cm_recorder *r, uint64_t time_ns, int i, int j,
+		   double weight);
 /* An interval of interval_ms ended at t_ns (CLOCK_MONOTONIC), before its
  * decision; a checkpoint inside a long interval aged and folded at t_ns
  * (interval_ms 0: written as "checkpoint").  app_ns: the step's progress

@@ -12,6 +12,7 @@
 #include "proc_track.h"
 #include "record.h"
 #include "replay.h"
+#include "shm_owner.h"
 
 #define MAX_WORDS 10
 
@@ -413,6 +414,37 @@ static int on_cma(struct reader *r, char **w, int n)
 	return 0;
 }
 
+/* "shm TIME I J WEIGHT" (version 5): evidence of segment ownership,
+ * added as the agent added it (cm_shm_evidence_add). */
+static int on_shm(struct reader *r, char **w, int n)
+{
+	uint64_t t;
+	int i, j;
+	double wt;
+	char *end;
+
+	if (r->version < 5 || n != 5 || word_u64(w[1], 10, &t) ||
+	    word_int(w[2], 0, CM_REPLAY_MAX_THREADS - 1, &i) ||
+	    word_int(w[3], 0, CM_REPLAY_MAX_THREADS - 1, &j))
+		return bad(r, "want 'shm TIME I J WEIGHT' (I, J < 4096, "
+			   "version 5)");
+	errno = 0;
+	wt = strtod(w[4], &end);
+	if (errno || *end || !(wt > 0 && wt <= 1))
+		return bad(r, "shm: WEIGHT must be within (0, 1]");
+	if (i == j)
+		return bad(r, "shm: a thread with itself");
+	if (grow_threads(r, i > j ? i : j) < 0)
+		return -1;
+	if (cm_shm_evidence_add(r->fresh, i, j, wt) < 0)
+		return cm_errorf(r->err, ENOMEM, "recording: out of memory");
+	r->rp->shm_lines++;
+	r->rp->shm_weight += wt;
+	if (t > r->rp->last_ns)
+		r->rp->last_ns = t;
+	return 0;
+}
+
 /* "nopin TIME I OS ERRNO" (version 4): a pin that failed. */
 static int on_nopin(struct reader *r, char **w, int n)
 {
@@ -468,7 +500,7 @@ static int on_trailer(struct reader *r, char **w, int n)
 		return 0;
 	}
 	return bad(r, "unknown line (want a, thread, exit, interval, "
-		   "checkpoint, snap, nopin, cma, cma_unit, options, "
+		   "checkpoint, snap, nopin, cma, cma_unit, shm, options, "
 		   "topology, cpuset, dry_run, mode, dropped or end)");
 }
 
@@ -483,7 +515,7 @@ static int on_header(struct reader *r, char **w, int n)
 		if (n != 2 || strcmp(w[0], CM_RECORD_FORMAT) ||
 		    word_int(w[1], 0, 1000, &v))
 			return bad(r, "not a commap recording (want "
-				   "'" CM_RECORD_FORMAT " 4')");
+				   "'" CM_RECORD_FORMAT " N')");
 		if (v < 1 || v > CM_RECORD_VERSION) {
 			char m[96];
 
@@ -562,6 +594,8 @@ static int on_line(struct reader *r, char *line)
 		return on_cma(r, w, n);
 	if (strcmp(w[0], "cma_unit") == 0)
 		return on_cma_unit(r, w, n);
+	if (strcmp(w[0], "shm") == 0)
+		return on_shm(r, w, n);
 	return on_trailer(r, w, n);
 }
 

@@ -6,7 +6,8 @@
  * live agent's table produced (the unaged "edges" of its result; under
  * real pinning corrected for co-located pairs by replay_clock.c), and
  * the single-copy transfers (version 4) to the agent's attribution
- * (cma_attrib.h) over the recorded threads.  Without recorded decisions
+ * (cma_attrib.h) over the recorded threads, and the evidence of segment
+ * ownership (version 5) as the agent added it (shm_owner.h).  Without recorded decisions
  * (versions 1 and 2, or no interval line), the threads that
  * communicate enough (remap_policy.h: CM_REMAP_MIN_THREAD_EVIDENCE and
  * CM_REMAP_MIN_THREAD_SHARE of the busiest) are then mapped once, from
@@ -82,6 +83,9 @@ struct cm_replay {
 	uint64_t cma_lines;	/* transfers read */
 	uint64_t cma_added;	/* ... added to the matrix */
 	uint64_t cma_bytes;	/* ... and their bytes */
+	/* version 5: evidence of segment ownership ("shm"), as recorded */
+	uint64_t shm_lines;
+	double shm_weight;	/* their weight, all added */
 };
 
 /* A clock line of a version 3 recording (record.h), given to the replay

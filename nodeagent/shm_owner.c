@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include "commap/matrix.h"
 #include "shm_owner.h"
 
 struct cm_shm_owners {
@@ -281,6 +282,19 @@ int cm_shm_owners_ref(struct cm_shm_owners *o, struct cm_shm_seg *s,
 	o->st.evidence++;
 	o->st.weight += ev->weight;
 	return 1;
+}
+
+int cm_shm_evidence_add(struct cm_matrix *m, int i, int j, double weight)
+{
+	int need = (i > j ? i : j) + 1;
+
+	if (!m || i < 0 || j < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (need > cm_matrix_nthreads(m) && cm_matrix_resize(m, need) < 0)
+		return -1;
+	return cm_matrix_add(m, i, j, weight) < 0 ? -1 : 0;
 }
 
 void cm_shm_owners_drop_proc(struct cm_shm_owners *o, int proc)

@@ -111,6 +111,7 @@ struct cm_shm_stats {
 };
 
 struct cm_shm_owners;
+struct cm_matrix;
 
 /* NULL/ENOMEM. */
 struct cm_shm_owners *cm_shm_owners_new(void);
@@ -148,6 +149,12 @@ void cm_shm_seg_forget(struct cm_shm_owners *o, struct cm_shm_seg *s);
 int cm_shm_owners_ref(struct cm_shm_owners *o, struct cm_shm_seg *s,
 		      int proc, int thread, uint64_t now_ns,
 		      struct cm_shm_evidence *ev);
+
+/* Add one reference's evidence, weight between threads i and j, to m
+ * (grown to hold both): the live collector and a replay of its
+ * recording ("shm" lines, record.h) both add it so.  0, -1/ENOMEM,
+ * -1/EINVAL (NULL m, a negative index). */
+int cm_shm_evidence_add(struct cm_matrix *m, int i, int j, double weight);
 
 /* Process proc exited: segments it owned start over, its counts go. */
 void cm_shm_owners_drop_proc(struct cm_shm_owners *o, int proc);

@@ -10,7 +10,9 @@
  * read with a clock hook (version 3), it is called once per clock line and
  * guard snapshot, with times that never go back, and the events it is given weigh no more than
  * the matrix; its pins that failed (version 4) are at most
- * CM_REPLAY_MAX_NOPIN, of recorded thread indices, with an errno.
+ * CM_REPLAY_MAX_NOPIN, of recorded thread indices, with an errno; its
+ * ownership evidence (version 5) weighs at most one unit a line and is
+ * in the matrix.
  */
 #include <math.h>
 #include <stdint.h>
@@ -82,11 +84,14 @@ static void check_accepted(const char *text, size_t size,
 	fuzz_require(rp->cma_added <= rp->cma_lines &&
 		     (rp->cma_lines == 0 || rp->cma_unit >= 1),
 		     "transfers attributed at most once, with a unit");
+	fuzz_require(rp->shm_weight > 0 ? rp->shm_weight <=
+		     (double)rp->shm_lines : rp->shm_lines == 0,
+		     "ownership evidence: at most a unit a line");
 	fuzz_require(fabs(cm_matrix_total(rp->m) - (double)rp->events -
-			  rp->overlap.weight - cma) <
-		     0.5 + 1e-9 * (rp->overlap.weight + cma),
-		     "the matrix weighs the events, the overlap and the "
-		     "transfers");
+			  rp->overlap.weight - cma - rp->shm_weight) <
+		     0.5 + 1e-9 * (rp->overlap.weight + cma + rp->shm_weight),
+		     "the matrix weighs the events, the overlap, the "
+		     "transfers and the ownership evidence");
 	fuzz_require(rp->events == 0 || rp->accesses > 0, "events need "
 		     "accesses");
 	fuzz_require(rp->nnopin >= 0 && rp->nnopin <= CM_REPLAY_MAX_NOPIN &&

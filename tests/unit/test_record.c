@@ -6,6 +6,8 @@
  * and shared keys, the time window), with the threads' identities and the
  * trailer; a cut recording (no "end") is read but marked incomplete; the
  * size-limit line is read; bad lines are refused naming the line.
+ * Evidence of segment ownership (version 5, "shm") comes back as the very
+ * same doubles, added where it was written among the accesses.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -21,6 +23,7 @@
 #include "detect_table.h"
 #include "record.h"
 #include "replay.h"
+#include "shm_owner.h"
 #include "tap.h"
 
 #define MS 1000000ull
@@ -130,11 +133,12 @@ struct bad_case {
 
 #define V3 "commap-recording 3\nstart 1 2\ndetect 4096 1024 0\n"
 #define V4 "commap-recording 4\nstart 1 2\ndetect 4096 1024 0\n"
+#define V5 "commap-recording 5\nstart 1 2\ndetect 4096 1024 0\n"
 #define OPT "options 1 0.75 0.05 dynamic\n"
 
 static const struct bad_case bad[] = {
 	{ "", "ends inside its header" },
-	{ "commap-recording 5\n", "line 1: unsupported version 5" },
+	{ "commap-recording 6\n", "line 1: unsupported version 6" },
 	{ "commap-matrix 1\n", "line 1: not a commap recording" },
 	{ "commap-recording 1\nstart x 1\n", "line 2: want 'start" },
 	{ "commap-recording 1\nstart 1 2\ndetect 100 1024 0\n",
@@ -201,6 +205,17 @@ static const struct bad_case bad[] = {
 	{ V4 "cma_unit 4096\ncma 5 1 1 2147483648 1\n", "line 5: want 'cma" },
 	{ V4 "cma_unit 4096\ncma 5 1 1 2 1099511627777\n",
 	  "line 5: want 'cma" },
+	/* version 5: evidence of segment ownership */
+	{ V4 "shm 5 0 1 1\n", "line 4: want 'shm TIME I J WEIGHT'" },
+	{ V5 "shm 5 0 1\n", "line 4: want 'shm TIME I J WEIGHT'" },
+	{ V5 "shm 5 0 1 1 1\n", "line 4: want 'shm" },
+	{ V5 "shm 5 0 4096 1\n", "line 4: want 'shm" },
+	{ V5 "shm -5 0 1 1\n", "line 4: want 'shm" },
+	{ V5 "shm 5 0 1 0\n", "line 4: shm: WEIGHT must be" },
+	{ V5 "shm 5 0 1 1.5\n", "line 4: shm: WEIGHT must be" },
+	{ V5 "shm 5 0 1 nan\n", "line 4: shm: WEIGHT must be" },
+	{ V5 "shm 5 0 1 0.5x\n", "line 4: shm: WEIGHT must be" },
+	{ V5 "shm 5 2 2 1\n", "line 4: shm: a thread with itself" },
 };
 
 static void test_bad(void)
@@ -395,6 +410,72 @@ static void test_cma(const char *path)
 	free(text);
 }
 
+/* Ownership evidence written among the accesses comes back as the very
+ * same doubles (2/3 and 1/3 have no short decimal form), in the matrix
+ * the accesses and the evidence give added in the same order, and in
+ * the interval it was written in. */
+static void test_shm(const char *path)
+{
+	static const double wt[] = { 1.0, 2.0 / 3, 1.0 / 3, 0.4 };
+	struct cm_detect_config cfg = { 4096, 1024, 100 * MS };
+	struct cm_detect_table *t = cm_detect_table_new(&cfg, NULL);
+	struct cm_matrix *direct = cm_matrix_new(0);
+	struct cm_recorder *r = cm_record_open(path, NULL);
+	struct clocks c = { 0 };
+	struct cm_replay rp;
+	struct cm_error err = { "" };
+	double before = 0, all = 0;
+	int same = 1;
+	size_t len;
+	char *text;
+
+	cm_record_detect(r, &cfg);
+	cm_record_options(r, 1, 0.75, 0.05, 1, "dynamic");
+	for (int i = 0; i < 7; i++)
+		cm_record_thread(r, i, 100 + i / 2, 200 + i, i / 2, i % 2);
+	for (int i = 0; i < NACC; i++) {
+		struct cm_block_key k;
+		int a = accs[i].thread, b = (a + 2) % 7;
+
+		key_of(&accs[i], &k);
+		cm_record_access(r, a, &k, 0, CM_REF_READONLY, accs[i].t);
+		cm_detect_access(t, direct, a, &k, accs[i].t);
+		cm_record_shm(r, accs[i].t, a, b, wt[i % 4]);
+		cm_shm_evidence_add(direct, a, b, wt[i % 4]);
+		all += wt[i % 4];
+		if (i <= NACC / 2)
+			before += wt[i % 4];
+		if (i == NACC / 2)
+			cm_record_clock(r, 1000, 200, 400);
+	}
+	ok(cm_record_close(r, NULL, 1, "dynamic", &err) == 0, "closed (%s)",
+	   err.text);
+	text = slurp(path, &len);
+	ok(text && strncmp(text, "commap-recording 5\n", 19) == 0 &&
+	   strstr(text, "\nshm 2000000 2 4 0.66666666666666663\n"),
+	   "version 5, an 'shm' line with all its digits");
+	ok(cm_replay_parse_clocked(text, len, &rp, on_clock, &c, &err) == 0,
+	   "ownership evidence read back (%s)", err.text);
+	ok(rp.shm_lines == NACC && rp.shm_weight == all,
+	   "every line, the very same weights (%g of %g)", rp.shm_weight, all);
+	for (int i = 0; i < 7; i++)
+		for (int j = 0; j < 7; j++)
+			if (i != j && cm_matrix_get(rp.m, i, j) !=
+			    cm_matrix_get(direct, i, j))
+				same = 0;
+	ok(same, "the matrix of the accesses and the evidence added straight, "
+	   "edge for edge");
+	ok(c.n == 1 && c.fresh >= before && c.fresh < cm_matrix_total(rp.m),
+	   "the evidence before the clock line is its interval's (%g)",
+	   c.fresh);
+	cm_replay_free(&rp);
+	free(text);
+	cm_matrix_free(direct);
+	cm_detect_table_free(t);
+	ok(cm_shm_evidence_add(NULL, 0, 1, 1) < 0 && errno == EINVAL,
+	   "no matrix: EINVAL");
+}
+
 int main(void)
 {
 	char path[] = "/tmp/commap-test-record.XXXXXX";
@@ -408,6 +489,7 @@ int main(void)
 	test_clock_without_app();
 	test_clock(path);
 	test_cma(path);
+	test_shm(path);
 	unlink(path);
 	return done_testing();
 }
