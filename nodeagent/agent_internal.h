@@ -1,6 +1,7 @@
 /* agent_internal.h: the node agent's state, shared by its parts.
  *
- * agent_loop.c runs the loop (input, scans, identity, detection);
+ * agent_loop.c runs the loop (input, scans, detection);
+ * agent_identity.c follows the application's identity (exe, argv, hash);
  * agent_interval.c the interval clock (fold, age, checkpoints, the remap
  * decision); agent_place.c applies placements (pins, the placement
  * invariant, the progress guard, static and dynamic mapping);
@@ -173,12 +174,18 @@ void ag_correct_colocation(struct agent *a);
 double ag_near_seen(const struct agent *a);
 void ag_remap(struct agent *a);
 
-/* ---- agent_loop.c ------------------------------------------------- */
+/* ---- agent_identity.c --------------------------------------------- */
 
 /* The first root's executable and command line (while it may exec). */
 void ag_refresh_identity(struct agent *a);
+/* Is the application's identity worth taking now (exec'ed, and under
+ * SPANK every task of the node announced, or 1 s passed)? */
+int ag_app_identity_ready(struct agent *a);
 /* exe_hash and argv_shape of the first root, once (wait: end of run). */
 void ag_settle_app_identity(struct agent *a, int wait);
+
+/* ---- agent_loop.c ------------------------------------------------- */
+
 /* The sampling period and its cost, once measured. */
 void ag_log_sampling(struct agent *a, const struct cm_collect_stats *st);
 

@@ -103,7 +103,8 @@ if HAVE_CAPSTONE
 commapexecdir = $(libexecdir)/commap
 commapexec_PROGRAMS = nodeagent/commap-agent
 nodeagent_commap_agent_SOURCES = nodeagent/agent_main.c nodeagent/agent_loop.c \
-	nodeagent/agent_internal.h nodeagent/agent_place.c \
+	nodeagent/agent_internal.h nodeagent/agent_identity.c \
+	nodeagent/agent_place.c \
 	nodeagent/agent_interval.c nodeagent/agent_model.c \
 	nodeagent/agent_fill.c \
 	nodeagent/agent_check.c \
