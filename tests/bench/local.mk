@@ -6,6 +6,7 @@
 check_PROGRAMS += tests/bench/map
 tests_bench_map_SOURCES = \
 	tests/bench/bench_map.c tests/bench/bench_map.h \
+	tests/bench/bench_map_args.h tests/bench/bench_map_args.c \
 	tests/bench/bench_output.c tests/bench/bench_scotch.c
 tests_bench_map_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) $(JANSSON_CFLAGS) \
 	$(SCOTCH_CFLAGS)
