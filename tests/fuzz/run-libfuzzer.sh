@@ -52,6 +52,7 @@ fuzz_model)
 	;;
 fuzz_proc_maps|fuzz_perf_record|fuzz_fault_format|fuzz_decode)
 	lib="$lib nodeagent/detect_table.c nodeagent/perf_sample.c"
+	lib="$lib nodeagent/perf_record.c nodeagent/perf_open.c"
 	lib="$lib nodeagent/fault_sample.c nodeagent/tracepoint.c"
 	lib="$lib nodeagent/decode.c"
 	inc="$inc -I$top/nodeagent"
@@ -60,7 +61,8 @@ fuzz_proc_maps|fuzz_perf_record|fuzz_fault_format|fuzz_decode)
 fuzz_cma_record|fuzz_recording)
 	# the detection library (nodeagent/local.mk, record.mk)
 	lib=$(cd "$top" && echo lib/*.c nodeagent/decode.c \
-		nodeagent/perf_sample.c nodeagent/detect_table.c \
+		nodeagent/perf_*.c nodeagent/detect_table.c \
+		nodeagent/shm_owner.c \
 		nodeagent/detect_overlap.c nodeagent/evidence.c \
 		nodeagent/collect*.c nodeagent/fault_sample.c \
 		nodeagent/tracepoint.c nodeagent/cma_trace.c \
