@@ -735,28 +735,52 @@ static int add_weights(struct cm_overlap *ov, struct cm_matrix *m,
 	return 0;
 }
 
-/* An overlap without structure to repeat may still be everyone sharing
- * with everyone (all-to-all, FFTs, sorts): when nearly every pair
- * overlaps (CM_OVERLAP_FLAT_PAIRS of them) by CM_OVERLAP_FLAT_MIN on
- * average, every pair gets that average, not its own noisy value: the
- * matrix says "homogeneous", and gives the mapping nothing to place by.
- * Private work (no overlap) and patterns with pairs apart (the blocks of
- * pairs, groups and neighbours) add nothing here. */
-static int add_flat(struct cm_overlap *ov, struct cm_matrix *m,
-		    const int *idx, int k, double *o)
+/* How the off-diagonal overlaps spread: the share of pairs that overlap
+ * at all, their mean and coefficient of variation (sd / mean, 0 when the
+ * mean is 0). */
+static void spread(const double *o, int k, double *some, double *mean,
+		   double *cv)
 {
-	double sum = 0, pairs = (double)k * (k - 1) / 2, mean;
-	long some = 0;
+	double sum = 0, sq = 0, pairs = (double)k * (k - 1) / 2, var;
+	long n = 0;
 
 	for (int a = 0; a < k; a++)
 		for (int b = a + 1; b < k; b++) {
 			sum += o[a * k + b];
-			some += o[a * k + b] > 0;
+			sq += o[a * k + b] * o[a * k + b];
+			n += o[a * k + b] > 0;
 		}
-	mean = sum / pairs;
-	if ((double)some < CM_OVERLAP_FLAT_PAIRS * pairs ||
-	    mean < CM_OVERLAP_FLAT_MIN)
-		return 0;
+	*some = (double)n / pairs;
+	*mean = sum / pairs;
+	var = sq / pairs - *mean * *mean;
+	*cv = *mean > 0 && var > 0 ? sqrt(var) / *mean : 0;
+}
+
+/* Whether an overlap is everyone sharing with everyone (all-to-all, FFTs,
+ * sorts): nearly every pair overlaps (CM_OVERLAP_FLAT_PAIRS of them) by
+ * CM_OVERLAP_FLAT_MIN on average.  Such an overlap is homogeneous
+ * communication (SPCD, §V: "threads present a similar amount of
+ * communication among each other"), also when the test trusts it, as
+ * long as its pairs do not differ by more than CM_OVERLAP_FLAT_CV: on
+ * arrays swept in passes longer than the half-life, the pairs on the
+ * same buffer at the moment overlap most, a structure that repeats
+ * between the halves but not over the run.  Private work (no overlap)
+ * and patterns with pairs apart (the blocks of pairs, groups and
+ * neighbours: at most 0.36 of the pairs overlap at 64 MiB) are not. */
+static bool everyone(const double *o, int k, bool trusted, double *mean)
+{
+	double some, cv;
+
+	spread(o, k, &some, mean, &cv);
+	return some >= CM_OVERLAP_FLAT_PAIRS && *mean >= CM_OVERLAP_FLAT_MIN &&
+	       (!trusted || cv <= CM_OVERLAP_FLAT_CV);
+}
+
+/* Every pair gets the mean, not its own noisy value: the matrix says
+ * "homogeneous", and gives the mapping nothing to place by. */
+static int add_flat(struct cm_overlap *ov, struct cm_matrix *m,
+		    const int *idx, int k, double *o, double mean)
+{
 	for (int a = 0; a < k * k; a++)
 		o[a] = mean;
 	ov->st.flat++;
@@ -770,7 +794,7 @@ static int compute(struct cm_overlap *ov, struct cm_matrix *m, const int *idx,
 {
 	const int level = CM_OVERLAP_BLEND;
 	int trusted = 1;
-	double r = 0;
+	double r = 0, mean;
 	int beaten = 0;
 
 	if (overlap_of(ov, idx, k, level, BOTH, o) < 0)
@@ -786,10 +810,11 @@ static int compute(struct cm_overlap *ov, struct cm_matrix *m, const int *idx,
 	ov->st.last_r = r;
 	ov->st.last_beaten = beaten;
 	ov->st.last_threads = k;
-	if (!trusted)
-		return add_flat(ov, m, idx, k, o);
-	ov->st.trusted++;
-	return add_weights(ov, m, idx, k, o);
+	if (trusted)
+		ov->st.trusted++;
+	if (k >= CM_OVERLAP_TEST_THREADS && everyone(o, k, trusted, &mean))
+		return add_flat(ov, m, idx, k, o, mean);
+	return trusted ? add_weights(ov, m, idx, k, o) : 0;
 }
 
 int cm_overlap_flush(struct cm_overlap *ov, struct cm_matrix *m)

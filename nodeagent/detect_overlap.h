@@ -74,9 +74,12 @@
  * alike, or nobody sharing) has no structure to repeat and adds nothing:
  * there is nothing to place by.  With fewer than CM_OVERLAP_TEST_THREADS
  * threads the test cannot decide and the overlap is trusted.  An
- * untrusted overlap where nearly every pair overlaps is everyone sharing
+ * overlap where nearly every pair overlaps is everyone sharing
  * (all-to-all): every pair gets the mean (CM_OVERLAP_FLAT_*, stats.flat),
- * so the matrix shows homogeneous communication without noise in it.
+ * so the matrix shows homogeneous communication without noise in it; a
+ * trusted one too while its pairs differ little (CM_OVERLAP_FLAT_CV:
+ * threads sweeping many large buffers overlap most with those on the same
+ * buffer at the moment, a structure of the moment, not of the run).
  *
  * Not thread-safe.  Functions return -1 with errno.
  */
@@ -120,6 +123,10 @@
  * the mean is at least CM_OVERLAP_FLAT_MIN. */
 #define CM_OVERLAP_FLAT_PAIRS 0.75
 #define CM_OVERLAP_FLAT_MIN 0.02
+/* ... and so is a trusted one whose pairs' overlaps vary by at most this
+ * coefficient of variation (all-to-all over 64 MiB buffers: 0.66-0.98;
+ * neighbours or pairs with a little sharing by all: 1.1 and more). */
+#define CM_OVERLAP_FLAT_CV 1.0
 /* Samples since the last compute needed to tell that a thread moved. */
 #define CM_OVERLAP_MIN_FRESH 16
 /* Pages of a 64 KiB block each of two threads must have touched for
@@ -134,7 +141,7 @@ struct cm_overlap_stats {
 	uint64_t trusted;	/* ... passed the permutation test */
 	uint64_t coarse;	/* ... taking more than half from the coarse
 				 * level (w > 0.5) */
-	uint64_t flat;		/* ... not trusted, but added as homogeneous
+	uint64_t flat;		/* ... added as homogeneous
 				 * sharing (CM_OVERLAP_FLAT_*) */
 	uint64_t moves;		/* threads that left their memory: their
 				 * older samples forgotten */
