@@ -29,6 +29,7 @@ AGENT_TESTS = \
 	tests/unit/test_detect_overlap.t \
 	tests/unit/test_evidence.t \
 	tests/unit/test_collect.t \
+	tests/unit/test_collect_rate.t \
 	tests/unit/test_fault_sample.t \
 	tests/unit/test_cma_trace.t \
 	tests/unit/test_shm_owner.t \
@@ -78,6 +79,9 @@ tests_unit_test_tracepoint_t_LDADD = $(AGENT_TEST_LDADD)
 tests_unit_test_sample_rate_t_SOURCES = tests/unit/test_sample_rate.c
 tests_unit_test_sample_rate_t_CFLAGS = $(AGENT_TEST_CFLAGS)
 tests_unit_test_sample_rate_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.la $(AGENT_TEST_LDADD)
+tests_unit_test_collect_rate_t_SOURCES = tests/unit/test_collect_rate.c
+tests_unit_test_collect_rate_t_CFLAGS = $(AGENT_TEST_CFLAGS)
+tests_unit_test_collect_rate_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.la $(AGENT_TEST_LDADD)
 endif
 
 # The agent's pure parts (options, remap policy, result document, static
