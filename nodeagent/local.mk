@@ -23,6 +23,7 @@ nodeagent_libagent_la_LIBADD = lib/libcommap.la nodeagent/libnumab.la \
 
 AGENT_TESTS = \
 	tests/unit/test_decode.t \
+	tests/unit/test_decode_live.t \
 	tests/unit/test_perf_record.t \
 	tests/unit/test_perf_sample.t \
 	tests/unit/test_detect_table.t \
@@ -42,6 +43,9 @@ AGENT_TEST_LDADD = nodeagent/libagent.la $(UNIT_LDADD) $(CAPSTONE_LIBS) -lpthrea
 tests_unit_test_decode_t_SOURCES = tests/unit/test_decode.c
 tests_unit_test_decode_t_CFLAGS = $(AGENT_TEST_CFLAGS)
 tests_unit_test_decode_t_LDADD = $(AGENT_TEST_LDADD)
+tests_unit_test_decode_live_t_SOURCES = tests/unit/test_decode_live.c
+tests_unit_test_decode_live_t_CFLAGS = $(AGENT_TEST_CFLAGS)
+tests_unit_test_decode_live_t_LDADD = $(AGENT_TEST_LDADD)
 tests_unit_test_perf_record_t_SOURCES = tests/unit/test_perf_record.c
 tests_unit_test_perf_record_t_CFLAGS = $(AGENT_TEST_CFLAGS)
 tests_unit_test_perf_record_t_LDADD = $(AGENT_TEST_LDADD)
