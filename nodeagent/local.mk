@@ -30,6 +30,7 @@ AGENT_TESTS = \
 	tests/unit/test_detect_overlap.t \
 	tests/unit/test_evidence.t \
 	tests/unit/test_collect.t \
+	tests/unit/test_collect_maps.t \
 	tests/unit/test_collect_rate.t \
 	tests/unit/test_fault_sample.t \
 	tests/unit/test_cma_trace.t \
@@ -64,9 +65,14 @@ tests_unit_test_detect_overlap_t_LDADD = $(AGENT_TEST_LDADD) -lm
 tests_unit_test_evidence_t_SOURCES = tests/unit/test_evidence.c
 tests_unit_test_evidence_t_CFLAGS = $(AGENT_TEST_CFLAGS)
 tests_unit_test_evidence_t_LDADD = $(AGENT_TEST_LDADD)
-tests_unit_test_collect_t_SOURCES = tests/unit/test_collect.c
+tests_unit_test_collect_t_SOURCES = tests/unit/test_collect.c \
+	tests/unit/collect_test_util.h tests/unit/collect_test_util.c
 tests_unit_test_collect_t_CFLAGS = $(AGENT_TEST_CFLAGS)
 tests_unit_test_collect_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.la $(AGENT_TEST_LDADD)
+tests_unit_test_collect_maps_t_SOURCES = tests/unit/test_collect_maps.c \
+	tests/unit/collect_test_util.h tests/unit/collect_test_util.c
+tests_unit_test_collect_maps_t_CFLAGS = $(AGENT_TEST_CFLAGS)
+tests_unit_test_collect_maps_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.la $(AGENT_TEST_LDADD)
 tests_unit_test_fault_sample_t_SOURCES = tests/unit/test_fault_sample.c
 tests_unit_test_fault_sample_t_CFLAGS = $(AGENT_TEST_CFLAGS)
 tests_unit_test_fault_sample_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.la $(AGENT_TEST_LDADD)
