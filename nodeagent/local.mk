@@ -36,7 +36,8 @@ AGENT_TESTS = \
 	tests/unit/test_cma_trace.t \
 	tests/unit/test_shm_owner.t \
 	tests/unit/test_tracepoint.t \
-	tests/unit/test_sample_rate.t
+	tests/unit/test_sample_rate.t \
+	tests/unit/test_sample_rate_collect.t
 check_PROGRAMS += $(AGENT_TESTS)
 TESTS += $(AGENT_TESTS)
 AGENT_TEST_CFLAGS = $(UNIT_CFLAGS) $(CAPSTONE_CFLAGS) -I$(top_srcdir)/nodeagent
@@ -92,6 +93,9 @@ tests_unit_test_sample_rate_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.l
 tests_unit_test_collect_rate_t_SOURCES = tests/unit/test_collect_rate.c
 tests_unit_test_collect_rate_t_CFLAGS = $(AGENT_TEST_CFLAGS)
 tests_unit_test_collect_rate_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.la $(AGENT_TEST_LDADD)
+tests_unit_test_sample_rate_collect_t_SOURCES = tests/unit/test_sample_rate_collect.c
+tests_unit_test_sample_rate_collect_t_CFLAGS = $(AGENT_TEST_CFLAGS)
+tests_unit_test_sample_rate_collect_t_LDADD = nodeagent/libagent.la nodeagent/libtrack.la $(AGENT_TEST_LDADD)
 endif
 
 # The agent's pure parts (options, remap policy, result document, static
