@@ -9,41 +9,10 @@
 #include <string.h>
 
 #include "detect_overlap.h"
+#include "detect_overlap_internal.h"
 
-#define NLEVELS 2
 /* Weights grow as 2^(age / half-life); rescaled before they reach 2^64. */
 #define RESCALE_HALF_LIVES 64.0
-
-struct slot {
-	uint64_t key;		/* 0: empty */
-	float a, b;		/* aged counts of the two halves */
-	float fa, fb;		/* ... of the samples since the last compute */
-	uint32_t pages;		/* 4 KiB pages (fine level) or 64 KiB
-				 * blocks (coarse) of the block seen */
-	uint16_t n;		/* samples, not aged (saturating) */
-};
-
-struct othread {
-	struct slot *lv[NLEVELS];
-	double tot_a, tot_b;	/* aged mass of each half, evicted included */
-	double ftot_a, ftot_b;	/* ... of the samples since the last compute */
-	uint64_t seq;		/* samples: even ones to A, odd to B */
-	uint64_t fresh;		/* samples since the last phase check */
-	uint64_t news;		/* samples since the last compute */
-};
-
-struct cm_overlap {
-	struct othread *th;
-	int n, cap;
-	uint64_t half_life, period;
-	uint64_t t_ref;		/* time of weight 1 */
-	uint64_t next;		/* next compute (sample time), 0: unset */
-	int started;
-	uint64_t seed;
-	uint64_t probes;	/* slots scanned by the last compute */
-	double thin;		/* w of the last blend */
-	struct cm_overlap_stats st;
-};
 
 static const unsigned level_slots[NLEVELS] = { CM_OVERLAP_FINE_SLOTS,
 					       CM_OVERLAP_COARSE_SLOTS };
@@ -637,79 +606,6 @@ int cm_overlap_test(struct cm_overlap *ov, int level, double *r, int *beaten)
 	return rv;
 }
 
-/* ---- a thread that changed what it works on ---------------------------- */
-
-/* Whether thread t's samples since the last compute left the memory it
- * worked on before: their overlap with its older samples is below half
- * the overlap of their own two halves (what samples of one distribution
- * give at this sample size, so a thread spread thin over a large array
- * is not taken for a moving one). */
-static bool moved(const struct othread *t)
-{
-	const struct slot *e = t->lv[0];
-	double old = t->tot_a + t->tot_b - t->ftot_a - t->ftot_b;
-	double fresh = t->ftot_a + t->ftot_b, change = 0, halves = 0;
-
-	/* old: a difference of sums, not exactly 0 when there is none */
-	if (old <= 1e-6 * fresh ||
-	    !(t->ftot_a > 0) || !(t->ftot_b > 0))
-		return false;
-	for (unsigned s = 0; s < CM_OVERLAP_FINE_SLOTS; s++) {
-		double pf, po, pa, pb;
-
-		if (!e[s].key)
-			continue;
-		pf = ((double)e[s].fa + e[s].fb) / fresh;
-		po = ((double)e[s].a + e[s].b - e[s].fa - e[s].fb) / old;
-		pa = e[s].fa / t->ftot_a;
-		pb = e[s].fb / t->ftot_b;
-		change += pf < po ? pf : po;
-		halves += pa < pb ? pa : pb;
-	}
-	return change < 0.5 * halves;
-}
-
-/* Keep only the samples since the last check (moved: the older ones
- * describe a phase that is over), or just start a new "since". */
-static void end_round(struct othread *t, bool forget_old)
-{
-	for (int l = 0; l < NLEVELS; l++)
-		for (unsigned s = 0; s < level_slots[l]; s++) {
-			struct slot *e = &t->lv[l][s];
-
-			if (forget_old) {
-				e->a = e->fa;
-				e->b = e->fb;
-				if (!(e->a + e->b > 0))
-					e->n = 0;
-			}
-			e->fa = e->fb = 0;
-		}
-	if (forget_old) {
-		t->tot_a = t->ftot_a;
-		t->tot_b = t->ftot_b;
-	}
-	t->ftot_a = t->ftot_b = 0;
-	t->fresh = 0;
-}
-
-/* After a compute: threads that moved forget their past.  A thread with
- * too few samples since its last check keeps gathering them. */
-static void phase_check(struct cm_overlap *ov)
-{
-	for (int i = 0; i < ov->n; i++) {
-		struct othread *t = &ov->th[i];
-		bool m;
-
-		t->news = 0;
-		if (!t->lv[0] || t->fresh < CM_OVERLAP_MIN_FRESH)
-			continue;
-		m = moved(t);
-		ov->st.moves += m;
-		end_round(t, m);
-	}
-}
-
 /* ---- into the matrix -------------------------------------------------- */
 
 /* Add O_ij * (n_i + n_j) / 2 of the trusted overlap to m. */
@@ -837,7 +733,7 @@ int cm_overlap_flush(struct cm_overlap *ov, struct cm_matrix *m)
 	rv = k;
 	if (k >= 2 && compute(ov, m, idx, k, o) < 0)
 		rv = -1;
-	phase_check(ov);
+	cm_overlap_phase_check(ov);
 out:
 	free(idx);
 	free(o);

@@ -7,6 +7,7 @@ nodeagent_libagent_la_SOURCES = \
 	nodeagent/perf_record.c nodeagent/perf_open.h nodeagent/perf_open.c \
 	nodeagent/detect_table.h nodeagent/detect_table.c \
 	nodeagent/detect_overlap.h nodeagent/detect_overlap.c \
+	nodeagent/detect_overlap_internal.h nodeagent/detect_overlap_phase.c \
 	nodeagent/evidence.h nodeagent/evidence.c \
 	nodeagent/collect.h nodeagent/collect.c \
 	nodeagent/collect_internal.h nodeagent/collect_calib.c \
