@@ -331,11 +331,19 @@ void cm_decide_guard_applied(struct cm_decide_guard *g, uint64_t t, int n,
 	g->apply_ns = t;
 	if (g->pending)
 		return;
-	free(g->prev_os);
-	g->prev_os = leaving ? ints(nleaving) : NULL;
-	g->nprev = g->prev_os ? nleaving : 0;
-	if (g->prev_os)
-		memcpy(g->prev_os, leaving, (size_t)nleaving * sizeof(int));
+	/* The placement to return to is the last one judged good (or the
+	 * one before any mapping): a mapping that follows one never judged
+	 * (a piece of a static mapping as threads appear, a first
+	 * placement) must not make that unjudged piece the way back. */
+	if (!g->unjudged) {
+		free(g->prev_os);
+		g->prev_os = leaving ? ints(nleaving) : NULL;
+		g->nprev = g->prev_os ? nleaving : 0;
+		if (g->prev_os)
+			memcpy(g->prev_os, leaving,
+			       (size_t)nleaving * sizeof(int));
+	}
+	g->unjudged = 1;
 	g->have_before = g->snap_ns && (t - g->snap_ns) / 1000000u >=
 				       CM_GUARD_MIN_BEFORE_MS &&
 			 cm_guard_progress(n, g->cpu, g->wait, g->cpu_a,
@@ -357,22 +365,30 @@ int cm_decide_guard_judge(struct cm_decide_guard *g, uint64_t t, int n,
 			      (double)(t - g->apply_ns) / 1e9, &after) < 0 ||
 	    after.threads == 0)
 		return -1;
-	if (g->have_before)
-		ref = g->before;
-	else if (!stacked)
-		/* Without a window before the mapping, the reference is a
-		 * model that ignores other jobs' load: it judges only a
-		 * placement that stacks threads beyond their share. */
+	/* Without a window before the mapping, the reference is a model
+	 * that ignores other jobs' load: it judges only a placement that
+	 * stacks threads beyond their share. */
+	if (!g->have_before && !stacked)
 		return -1;
-	else
+	if (g->have_before && cm_guard_worse(&g->before, &after, 0, why, len))
+		return 1;
+	/* A placement that stacks threads beyond the invariant is also
+	 * held against the unpinned model: on a loaded machine the window
+	 * before may already be all waiting, so the measured rise cannot
+	 * show, while unpinned is never worse than stacked. */
+	if (stacked) {
 		cm_guard_baseline(after.busy, npus, &ref);
-	return cm_guard_worse(&ref, &after, !g->have_before, why, len) ? 1 :
-	       0;
+		if (cm_guard_worse(&ref, &after, 1, why, len))
+			return 1;
+	}
+	g->unjudged = 0;	/* kept: the way back from the next one */
+	return 0;
 }
 
 void cm_decide_guard_undone(struct cm_decide_guard *g, uint64_t t)
 {
 	g->undos++;
+	g->unjudged = 0;
 	g->hold_until_ns = t + (uint64_t)(cm_guard_backoff_ms(g->undos) * 1e6);
 }
 

@@ -125,6 +125,7 @@ struct cm_decide_guard {
 	int cap;
 	uint64_t snap_ns, apply_ns, hold_until_ns;
 	int pending, have_before, undos;
+	int unjudged;	/* mappings since the last kept one not judged */
 	struct cm_progress before;
 	int *prev_os, nprev;
 };
@@ -135,16 +136,20 @@ void cm_decide_guard_free(struct cm_decide_guard *g);
 /* Does the backoff after an undo still hold at t? */
 int cm_decide_guard_holding(const struct cm_decide_guard *g, uint64_t t);
 /* A mapping was applied at t, g->cpu_a/wait_a read then for n threads;
- * leaving (nleaving) is the placement it moved from.  A mapping while one
- * is being judged restarts the window after it (the placement to return
- * to stays). */
+ * leaving (nleaving) is the placement it moved from.  The placement an
+ * undo returns to is the last one judged good (or the one before any
+ * mapping): a mapping while one is being judged restarts the window
+ * after it, and one after a mapping not judged (-1 below) keeps the way
+ * back of that one, so an undo of the pieces of one mapping returns to
+ * before the first piece. */
 void cm_decide_guard_applied(struct cm_decide_guard *g, uint64_t t, int n,
 			     const int *leaving, int nleaving);
 /* The window after the mapping has passed, g->cpu/wait read at t for n
  * threads: 1 undo it (why says the measures), 0 keep it, -1 not judged
  * (no reading, or no window before and nothing stacked).  stacked: some
  * PU holds more live threads than the placement invariant allows; npus
- * of the machine. */
+ * of the machine.  A stacked placement is undone when it is worse than
+ * the window before or than the unpinned model (cm_guard_baseline). */
 int cm_decide_guard_judge(struct cm_decide_guard *g, uint64_t t, int n,
 			  int stacked, int npus, char *why, size_t len);
 /* The mapping was undone at t: no mapping for the backoff. */

@@ -31,7 +31,8 @@ tests_agent_test_placement_property_t_LDADD = $(AGENT_UNIT_LDADD)
 tests_agent_test_user_file_t_SOURCES = tests/agent/test_user_file.c
 tests_agent_test_user_file_t_CFLAGS = $(AGENT_UNIT_CFLAGS)
 tests_agent_test_user_file_t_LDADD = $(AGENT_UNIT_LDADD)
-tests_agent_test_progress_guard_t_SOURCES = tests/agent/test_progress_guard.c
+tests_agent_test_progress_guard_t_SOURCES = tests/agent/test_progress_guard.c \
+	nodeagent/remap_decide.c
 tests_agent_test_progress_guard_t_CFLAGS = $(AGENT_UNIT_CFLAGS)
 tests_agent_test_progress_guard_t_LDADD = $(AGENT_UNIT_LDADD)
 # The result is checked with the service's own validator (pure code).
