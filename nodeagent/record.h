@@ -33,9 +33,9 @@
  *
  * Writes are buffered (stdio) and never fail the agent: the first error
  * is kept, the recorder stops writing and says why at the end.  The file
- * is bounded: past 1 GiB less 1 MiB accesses, clock lines and snapshots
- * are only counted, and the trailer says how many were left out
- * ("dropped N").  Not thread-safe.
+ * is bounded: past 1 GiB less 1 MiB accesses, clock lines, snapshots and
+ * ownership evidence are only counted, and the trailer says how many
+ * were left out ("dropped N").  Not thread-safe.
  */
 #ifndef COMMAP_NODEAGENT_RECORD_H
 #define COMMAP_NODEAGENT_RECORD_H
