@@ -63,7 +63,7 @@ fuzz_cma_record|fuzz_recording)
 	lib=$(cd "$top" && echo lib/*.c nodeagent/decode.c \
 		nodeagent/perf_*.c nodeagent/detect_table.c \
 		nodeagent/shm_owner.c \
-		nodeagent/detect_overlap.c nodeagent/evidence.c \
+		nodeagent/detect_overlap*.c nodeagent/evidence.c \
 		nodeagent/collect*.c nodeagent/fault_sample.c \
 		nodeagent/tracepoint.c nodeagent/cma_trace.c \
 		nodeagent/cma_pair.c \
