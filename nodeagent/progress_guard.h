@@ -18,7 +18,11 @@
  * threads would get unpinned on its PUs (cm_guard_baseline), a model
  * that does not see other jobs' load, so the agent judges that way only
  * a placement that stacks threads beyond the placement invariant (an
- * explicit static mapping can).
+ * explicit static mapping can), and holds such a placement against it
+ * even with a window before (on a loaded machine the threads may wait
+ * most of that window already, hiding the rise; unpinned is never worse
+ * than stacked).  An undo returns to the last placement judged good
+ * (remap_decide.h: cm_decide_guard_applied).
  *
  * Pure except cm_guard_read_schedstat; unit-tested in
  * tests/agent/test_progress_guard.c.
