@@ -37,7 +37,7 @@ fuzz_spank_config) lib="lib/error.c spank/spank_config.c"; inc="$inc -I$top/span
 fuzz_svc_config) lib="lib/error.c service/svc_config.c"; inc="$inc -I$top/service" ;;
 fuzz_plugstack) lib="$lib cli/plugstack.c"; inc="$inc -I$top/cli" ;;
 fuzz_task_line) lib="$lib nodeagent/agent_opts.c"; inc="$inc -I$top/nodeagent" ;;
-fuzz_shm_names) lib="lib/rand.c nodeagent/shm_owner.c"; inc="$inc -I$top/nodeagent" ;;
+fuzz_shm_names) lib="$lib nodeagent/shm_owner.c"; inc="$inc -I$top/nodeagent" ;;
 fuzz_srun_line) lib="$lib spank/place_nodes_line.c"; inc="$inc -I$top/spank" ;;
 fuzz_rank_matrix)
 	lib="$lib service/svc_model_ranks.c spank/place_nodes_answer.c"
