@@ -197,6 +197,8 @@ static json_t *pairs_json(const struct cm_matrix *m, double scale)
 		const struct cm_matrix_entry *r;
 		int k = cm_matrix_row(m, i, &r);
 
+		if (k <= 0)	/* an empty row may have no entries at all */
+			continue;
 		memcpy(row, r, sizeof(*row) * (size_t)k);
 		qsort(row, (size_t)k, sizeof(*row), col_cmp);
 		for (int e = 0; e < k; e++)
